@@ -1,0 +1,35 @@
+"""What every benchmark writes: ``benchmarks/results/NAME.json`` with machine and date."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gpu = f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
+    return f"{os.cpu_count()} cores, {cpu}{gpu}, torch {torch.__version__}, {torch.get_num_threads()} threads"
+
+
+def write_result(name: str, figures: dict, **extra) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    record = {"benchmark": name, "date": dt.date.today().isoformat(), "machine": machine(), "figures": figures}
+    path.write_text(json.dumps(record | extra, indent=2) + "\n")
+    print(json.dumps(record, indent=2))
+    return path

@@ -1,0 +1,347 @@
+"""Checkpoints: a folder of safetensors weights and JSON; written atomically; resumable.
+
+    ckpt/
+      model.safetensors        weights; tied tensors stored once (aliases in the file's metadata)
+      config.json              the resolved config
+      vocab.json, labels.json  extra JSON files (``files={"vocab": ..., "labels": ...}``)
+      state.json               step, epoch, data position, best metric, RNG states, and the
+                               non-tensor part of the optimizer state (hyperparameters per group)
+      optimizer.safetensors    optimizer state tensors, keyed ``state.<param index>.<name>``
+      extra_state.safetensors  named tensors, such as a recurrent LM state (``tensors=``)
+
+A save writes everything into a temporary sibling folder, fsyncs it, then swaps it in with two
+renames (old -> ``.<name>.old``, new -> ``<name>``); a crash at any point leaves a complete old
+or new checkpoint, and :func:`load_checkpoint` finds the old one if it was caught between the
+renames. Nothing is ever pickled: tensors go through safetensors, everything else through JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from torch import Tensor, nn
+
+MODEL = "model.safetensors"
+CONFIG = "config.json"
+STATE = "state.json"
+OPTIMIZER = "optimizer.safetensors"
+EXTRA = "extra_state.safetensors"
+
+
+class CheckpointError(Exception):
+    """A checkpoint folder or file that is missing or corrupt; the message names the file."""
+
+
+@dataclass
+class Checkpoint:
+    weights: dict[str, Tensor]
+    config: dict
+    files: dict[str, Any] = field(default_factory=dict)  # "vocab" for vocab.json, ...
+    state: dict | None = None
+    optimizer_state: dict | None = None  # what ``optimizer.load_state_dict`` takes
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    path: Path | None = None  # the folder actually read (the backup after an interrupted swap)
+
+
+def save_checkpoint(path: str | Path, model: nn.Module, *, config: dict, files: dict[str, Any] | None = None,
+                    optimizer: torch.optim.Optimizer | None = None, state: dict | None = None,
+                    tensors: dict[str, Tensor] | None = None) -> Path:
+    """Write the checkpoint folder ``path`` atomically and return it.
+
+    ``files`` maps a name (``"vocab"`` or ``"vocab.json"``) to JSON-able data; ``state`` is
+    JSON-able (it must not use the key ``"optimizer"``, which holds the optimizer's non-tensor
+    state); ``tensors`` are saved to ``extra_state.safetensors``.
+    """
+    path = Path(path)
+    names = {_json_name(name): obj for name, obj in (files or {}).items()}
+    if state is not None and "optimizer" in state:
+        raise ValueError("state['optimizer'] is reserved for the optimizer state; use another key")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _recover(path)
+    tmp, old = _tmp_path(path), _old_path(path)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        weights, aliases = _dedupe(unwrap(model).state_dict())
+        _write_safetensors(tmp / MODEL, weights, {"aliases": json.dumps(aliases)} if aliases else None)
+        _write_json(tmp / CONFIG, config)
+        for name, obj in names.items():
+            _write_json(tmp / name, obj)
+        if optimizer is not None:
+            opt_tensors, opt_meta = _flatten_optimizer(optimizer.state_dict())
+            _write_safetensors(tmp / OPTIMIZER, opt_tensors)
+            state = {**(state or {}), "optimizer": opt_meta}
+        if state is not None:
+            _write_json(tmp / STATE, state)
+        if tensors:
+            _write_safetensors(tmp / EXTRA, {k: v.detach().cpu().clone() for k, v in tensors.items()})
+        _fsync_dir(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _swap(tmp, path, old)
+    return path
+
+
+def load_checkpoint(path: str | Path) -> Checkpoint:
+    """Read a checkpoint folder written by :func:`save_checkpoint` (tensors on the CPU)."""
+    folder = _resolve(Path(path))
+    weights, meta = _read_safetensors(folder / MODEL)
+    for alias, name in json.loads(meta.get("aliases", "{}")).items():
+        weights[alias] = weights[name]
+    config = _read_json(folder / CONFIG)
+    files = {p.stem: _read_json(p) for p in sorted(folder.glob("*.json")) if p.name not in (CONFIG, STATE)}
+    state = _read_json(folder / STATE) if (folder / STATE).exists() else None
+    optimizer_state = None
+    if state is not None and "optimizer" in state:
+        opt_tensors, _ = _read_safetensors(folder / OPTIMIZER)
+        optimizer_state = _unflatten_optimizer(opt_tensors, state.pop("optimizer"))
+    tensors = _read_safetensors(folder / EXTRA)[0] if (folder / EXTRA).exists() else {}
+    return Checkpoint(weights, config, files, state, optimizer_state, tensors, folder)
+
+
+def load_weights(model: nn.Module, path: str | Path, strict: bool = True):
+    """Load the weights of checkpoint folder ``path`` (or a ``.safetensors`` file) into ``model``.
+
+    Returns what ``load_state_dict`` returns (the missing and unexpected keys).
+    """
+    path = Path(path)
+    file = path if path.suffix == ".safetensors" else _resolve(path) / MODEL
+    weights, meta = _read_safetensors(file)
+    for alias, name in json.loads(meta.get("aliases", "{}")).items():
+        weights[alias] = weights[name]
+    return unwrap(model).load_state_dict(weights, strict=strict)
+
+
+def has_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` holds a checkpoint (or its backup, left by a crash between renames)."""
+    path = Path(path)
+    return (path / MODEL).exists() or (_old_path(path) / MODEL).exists()
+
+
+def unwrap(model: nn.Module) -> nn.Module:
+    """The plain module inside DistributedDataParallel / DataParallel / torch.compile wrappers."""
+    while True:
+        if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
+            model = model.module
+        elif isinstance(getattr(model, "_orig_mod", None), nn.Module):
+            model = model._orig_mod
+        else:
+            return model
+
+
+# --- RNG states and nested tensor state, as JSON ------------------------------------------------
+
+def rng_state() -> dict:
+    """The python, numpy, torch (and CUDA, where used) RNG states as JSON-able data."""
+    version, internal, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    out = {"python": [version, list(internal), gauss],
+           "numpy": [name, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+           "torch": _b64(torch.get_rng_state())}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda"] = [_b64(s) for s in torch.cuda.get_rng_state_all()]
+    return out
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore what :func:`rng_state` returned."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(_unb64(state["torch"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([_unb64(s) for s in state["cuda"]])
+
+
+def pack_state(obj: Any, prefix: str) -> tuple[Any, dict[str, Tensor]]:
+    """Nested dicts/lists/tuples of tensors and JSON scalars -> (JSON-able skeleton, tensors)."""
+    tensors: dict[str, Tensor] = {}
+
+    def walk(o: Any, key: str) -> Any:
+        if isinstance(o, Tensor):
+            tensors[key] = o.detach().cpu().clone()
+            return {"__tensor__": key}
+        if isinstance(o, dict):
+            return {str(k): walk(v, f"{key}.{k}") for k, v in o.items()}
+        if isinstance(o, tuple):
+            return {"__tuple__": [walk(v, f"{key}.{i}") for i, v in enumerate(o)]}
+        if isinstance(o, list):
+            return [walk(v, f"{key}.{i}") for i, v in enumerate(o)]
+        return o
+
+    return walk(obj, prefix), tensors
+
+
+def unpack_state(skeleton: Any, tensors: dict[str, Tensor], device: torch.device | str = "cpu") -> Any:
+    """Inverse of :func:`pack_state`, with the tensors moved to ``device``."""
+    if isinstance(skeleton, dict):
+        if set(skeleton) == {"__tensor__"}:
+            return tensors[skeleton["__tensor__"]].to(device)
+        if set(skeleton) == {"__tuple__"}:
+            return tuple(unpack_state(v, tensors, device) for v in skeleton["__tuple__"])
+        return {k: unpack_state(v, tensors, device) for k, v in skeleton.items()}
+    if isinstance(skeleton, list):
+        return [unpack_state(v, tensors, device) for v in skeleton]
+    return skeleton
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def _json_name(name: str) -> str:
+    stem = name.removesuffix(".json")
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        raise ValueError(f"checkpoint file name {name!r} must be a plain name such as 'vocab'")
+    if stem in ("config", "state"):
+        raise ValueError(f"checkpoint file name {name!r} is reserved; pass it as config= or state=")
+    return stem + ".json"
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} is missing from the checkpoint") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{path} is not valid JSON ({e})") from None
+
+
+def _write_safetensors(path: Path, tensors: dict[str, Tensor], metadata: dict[str, str] | None = None) -> None:
+    save_file(tensors, str(path), metadata=metadata)
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, Tensor], dict[str, str]]:
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing from the checkpoint")
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}, dict(f.metadata() or {})
+    except Exception as e:  # safetensors raises its own error types for bad headers and sizes
+        raise CheckpointError(f"{path} is corrupt or truncated ({e})") from None
+
+
+def _dedupe(state_dict: dict[str, Any]) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """CPU tensors to save, each storage once, and {alias: saved name} for tied tensors."""
+    out, aliases, seen, storages = {}, {}, {}, set()
+    for name, t in state_dict.items():
+        if not isinstance(t, Tensor):
+            raise TypeError(f"state_dict entry {name!r} is a {type(t).__name__}, not a tensor")
+        t = t.detach()
+        view = (t.device, t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()))
+        if t.numel() and view in seen:
+            aliases[name] = seen[view]
+            continue
+        seen[view] = name
+        cpu = t.cpu()
+        storage = cpu.untyped_storage().data_ptr()
+        # safetensors refuses views sharing memory and non-contiguous tensors: copy those
+        if storage in storages or not cpu.is_contiguous() or cpu.numel() * cpu.element_size() != cpu.untyped_storage().nbytes():
+            cpu = cpu.clone(memory_format=torch.contiguous_format)
+        storages.add(cpu.untyped_storage().data_ptr())
+        out[name] = cpu
+    return out, aliases
+
+
+def _flatten_optimizer(sd: dict) -> tuple[dict[str, Tensor], dict]:
+    tensors, meta = {}, {}
+    for index, param_state in sd["state"].items():
+        meta[str(index)] = {}
+        for key, value in param_state.items():
+            if isinstance(value, Tensor):
+                tensors[f"state.{index}.{key}"] = value.detach().cpu().clone()
+            else:
+                meta[str(index)][key] = value
+    groups = [{k: (v.item() if isinstance(v, Tensor) else v) for k, v in g.items()} for g in sd["param_groups"]]
+    return tensors, {"state": meta, "param_groups": groups}
+
+
+def _unflatten_optimizer(tensors: dict[str, Tensor], meta: dict) -> dict:
+    state = {int(index): dict(values) for index, values in meta["state"].items()}
+    for key, value in tensors.items():
+        _, index, name = key.split(".", 2)
+        state.setdefault(int(index), {})[name] = value
+    groups = [{k: (tuple(v) if k == "betas" else v) for k, v in g.items()} for g in meta["param_groups"]]
+    return {"state": state, "param_groups": groups}
+
+
+# --- the atomic swap ----------------------------------------------------------------------------
+
+def _tmp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp")
+
+
+def _old_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.old")
+
+
+def _resolve(path: Path) -> Path:
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise CheckpointError(f"checkpoint {path} is a file, not a folder")
+    if _old_path(path).is_dir():  # a save was interrupted between its two renames
+        return _old_path(path)
+    raise CheckpointError(f"checkpoint folder {path} does not exist")
+
+
+def _recover(path: Path) -> None:
+    old = _old_path(path)
+    if old.is_dir():
+        if path.is_dir():
+            shutil.rmtree(old)
+        else:
+            os.replace(old, path)
+
+
+def _swap(tmp: Path, path: Path, old: Path) -> None:
+    if path.exists():
+        os.replace(path, old)
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows cannot open folders; its renames are durable enough
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _b64(t: Tensor) -> str:
+    return base64.b64encode(t.cpu().numpy().tobytes()).decode("ascii")
+
+
+def _unb64(s: str) -> Tensor:
+    return torch.frombuffer(bytearray(base64.b64decode(s)), dtype=torch.uint8)

@@ -1,0 +1,188 @@
+"""The command line: a table of subcommands, argparse, nothing else.
+
+Every recipe command takes ``--preset NAME`` (a TOML file in ``transferlab/configs``),
+``--config FILE.toml`` and any number of dotted overrides (``--train.lr=3e-4``); a few common
+settings also have short flags (``--corpus``, ``--task``, ``--train``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from transferlab.config import ConfigError, load_config, read_toml
+
+EXAMPLES = {
+    "data": "transferlab data list",
+    "pretrain": "transferlab pretrain lm --corpus ptb --encoder awd_lstm --preset small\n"
+                "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2",
+    "finetune": "transferlab finetune --task sst2 --pretrained runs/lm/best --labels 1000\n"
+                "  transferlab finetune --train my.tsv --text-col review --label-col stars --preset tiny\n"
+                "  transferlab finetune --task sst2 --labels 1000 --ulmfit.gradual_unfreeze=false",
+    "evaluate": "transferlab evaluate --model runs/finetune/last --task sst2 --split test\n"
+                "  transferlab evaluate --model runs/finetune/last --data my_test.tsv --text-col review --label-col stars",
+    "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
+               "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl",
+    "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
+            "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
+}
+
+
+def _parser(name: str, sub, help_text: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text, allow_abbrev=False,
+                       epilog="example:\n  " + EXAMPLES[name], formatter_class=argparse.RawDescriptionHelpFormatter)
+    return p
+
+
+def _recipe_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", help="a preset name (tiny, small, paper ...) or a .toml path")
+    p.add_argument("--config", help="a TOML config file, applied after the preset")
+    p.add_argument("--out", help="output folder")
+    p.add_argument("--seed", type=int, help="random seed (train.seed)")
+
+
+def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object]):
+    extra = [f"{key}={json.dumps(value)}" for key, value in shortcuts.items() if value is not None]
+    if args.out:
+        extra.append(f"out={json.dumps(args.out)}")
+    if args.seed is not None:
+        extra.append(f"train.seed={args.seed}")
+    base = read_toml(args.config) if args.config else None
+    for flag in overrides:
+        if not flag.startswith("--") or "=" not in flag:
+            raise ConfigError(f"unrecognized argument {flag!r}: overrides look like --train.lr=3e-4")
+    return load_config(cls, args.preset, extra + overrides, base=base, kind=kind)
+
+
+def cmd_data(args, overrides) -> None:
+    from transferlab.data import catalog
+
+    rows = catalog.describe()
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        location = r["location"] or f"not available here yet (hub id for online use: {r.get('hub') or 'none'})"
+        print(f"{r['name']:<{width}}  {r['kind']:<14}  {r['description']}\n{'':<{width}}  -> {location}")
+
+
+def cmd_pretrain(args, overrides) -> None:
+    from transferlab.recipes import pretrain_lm
+
+    cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
+                {"data.corpus": args.corpus, "encoder": args.encoder})
+    print(json.dumps(pretrain_lm.run(cfg), indent=2))
+
+
+def cmd_finetune(args, overrides) -> None:
+    from transferlab.recipes import ulmfit
+
+    cfg = _load(ulmfit.FinetuneConfig, args, overrides, "finetune",
+                {"data.task": args.task, "data.train": args.train, "data.valid": args.valid,
+                 "data.test": args.test, "data.text_col": args.text_col, "data.label_col": args.label_col,
+                 "data.train_size": args.labels, "pretrained": args.pretrained})
+    print(json.dumps(ulmfit.run(cfg), indent=2))
+
+
+def _examples(args):
+    from transferlab.recipes.task_data import TaskDataConfig, load_task, read_examples
+
+    if args.data:
+        cfg = TaskDataConfig(task="", train=args.data, text_col=args.text_col, label_col=args.label_col)
+        return read_examples(cfg, "test", args.data), args.data
+    return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
+
+
+def cmd_evaluate(args, overrides) -> None:
+    from transferlab.recipes.predict import evaluate
+
+    examples, where = _examples(args)
+    print(json.dumps(evaluate(args.model, examples, where), indent=2))
+
+
+def cmd_predict(args, overrides) -> None:
+    from transferlab.data.readers import TextLines
+    from transferlab.recipes.predict import predict
+
+    texts = list(TextLines(args.input)) if args.input else list(args.texts)
+    if not texts:
+        texts = [line.strip() for line in sys.stdin if line.strip()]
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            predict(args.model, texts, out)
+    else:
+        predict(args.model, texts, sys.stdout)
+
+
+def cmd_demo(args, overrides) -> None:
+    from transferlab.recipes import demo
+
+    demo.run(quick=args.quick, out=args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="transferlab", description=__doc__.splitlines()[0],
+                                     allow_abbrev=False)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = _parser("data", sub, "the data catalog: what each name is and where it resolves")
+    p.add_argument("action", choices=["list"])
+    p.set_defaults(func=cmd_data)
+
+    p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
+    p.add_argument("objective", choices=["lm"], help="lm: next-word language model (AWD-LSTM)")
+    p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
+    p.add_argument("--encoder", help="encoder architecture (awd_lstm)")
+    _recipe_args(p)
+    p.set_defaults(func=cmd_pretrain)
+
+    p = _parser("finetune", sub, "adapt a pretrained encoder to a labeled task (ULMFiT), or train from scratch")
+    p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, ...")
+    p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (data.train)")
+    p.add_argument("--valid", help="your own validation file (data.valid)")
+    p.add_argument("--test", help="your own test file (data.test)")
+    p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
+    p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
+    p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
+    p.add_argument("--pretrained", help="a language-model checkpoint folder; omit to train from scratch")
+    _recipe_args(p)
+    p.set_defaults(func=cmd_finetune)
+
+    p = _parser("evaluate", sub, "metrics of a trained classifier on labeled data")
+    p.add_argument("--model", required=True, help="a classifier checkpoint folder")
+    p.add_argument("--task", default="sst2", help="a catalog task name")
+    p.add_argument("--split", default="test")
+    p.add_argument("--data", help="your own labeled file instead of a catalog task")
+    p.add_argument("--text-col", default="text")
+    p.add_argument("--label-col", default="label")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = _parser("predict", sub, "labels and probabilities for new text, as JSON lines")
+    p.add_argument("--model", required=True, help="a classifier checkpoint folder")
+    p.add_argument("texts", nargs="*", help="texts to classify (else --input, else standard input)")
+    p.add_argument("--input", help="a text file, one text per line")
+    p.add_argument("--output", help="write JSONL here instead of standard output")
+    p.set_defaults(func=cmd_predict)
+
+    p = _parser("demo", sub, "the main job: ULMFiT vs from scratch on 1,000 SST-2 labels, with a chart")
+    p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in about a minute")
+    p.add_argument("--out", help="output folder (default runs/demo)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, overrides = parser.parse_known_args(argv)
+    if overrides and args.command not in ("pretrain", "finetune"):
+        parser.error(f"unrecognized arguments: {' '.join(overrides)}")
+    try:
+        args.func(args, overrides)
+    except ConfigError as e:
+        parser.exit(2, f"transferlab {args.command}: config error: {e}\n")
+    except (ValueError, FileNotFoundError) as e:
+        parser.exit(1, f"transferlab {args.command}: error: {e}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

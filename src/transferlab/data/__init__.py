@@ -1,0 +1,1 @@
+"""Raw files -> examples (strings, no tensors); the data catalog."""

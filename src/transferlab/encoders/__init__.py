@@ -1,0 +1,1 @@
+"""Encoders: one architecture per file. Encoders never know about objectives or heads."""

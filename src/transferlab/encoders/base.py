@@ -1,0 +1,29 @@
+"""The Encoder contract shared by every architecture.
+
+An encoder maps ``ids (B,T)`` and ``mask (B,T)`` to an :class:`EncoderOutput`; it has a ``dim``
+attribute (the size of ``hidden``) and ``layer_groups()`` ordered bottom to top, which feed
+discriminative learning rates and gradual unfreezing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+
+@dataclass
+class EncoderOutput:
+    hidden: torch.Tensor  # (B, T, D): the top layer, what a task head reads
+    layers: list[torch.Tensor] = field(default_factory=list)  # embedding output, then each layer
+    state: Any = None  # recurrent state to carry into the next BPTT window (None if stateless)
+
+
+class Encoder(Protocol):
+    dim: int
+
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput: ...
+
+    def layer_groups(self) -> list[nn.Module]: ...

@@ -1,0 +1,283 @@
+"""Next-token language modelling over a token stream (Bengio et al. 2003; Mikolov et al. 2010), with
+the training recipe of Merity, Keskar and Socher (2018), "Regularizing and Optimizing LSTM
+Language Models": variable-length truncated BPTT, activation regularization (AR) and temporal
+activation regularization (TAR), and NT-ASGD. This is ULMFiT's first stage.
+
+- :func:`encode_corpus`: lines -> one 1-D LongTensor, each line followed by ``<eos>``.
+- :class:`LMStream`: the stream cut into ``batch_size`` contiguous rows and read in windows;
+  batches are ``{"ids": (B, T), "labels": (B, T)}`` with labels the next tokens.
+- :class:`LanguageModel`: any encoder with ``.embedding`` and ``.dim`` plus a (tied) decoder.
+- :class:`LMLoss`: the objective ``loss(model, batch)``; it carries the recurrent state from
+  window to window (detached) and can be checkpointed.
+- :func:`perplexity`, :class:`NTASGD`.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.optim.swa_utils import AveragedModel
+
+from transferlab import IGNORE_INDEX
+from transferlab.encoders.awd_lstm import detach_state
+from transferlab.encoders.base import EncoderOutput
+from transferlab.text.tokenize import whitespace_tokenize
+from transferlab.text.vocab import Vocab
+
+__all__ = [
+    "LanguageModel",
+    "LMStream",
+    "lm_stream",
+    "encode_corpus",
+    "LMLoss",
+    "perplexity",
+    "NTASGD",
+]
+
+
+def encode_corpus(
+    lines: Iterable[str], vocab: Vocab, tokenize: Callable[[str], list[str]] = whitespace_tokenize
+) -> torch.Tensor:
+    """Ids of every line's tokens followed by ``<eos>`` (the PTB convention; a blank line is a
+    lone ``<eos>``), streamed into a growable int64 buffer: the corpus never exists as a list
+    of Python strings."""
+    buf = array("q")
+    eos = vocab.eos_id
+    for line in lines:
+        buf.extend(vocab.encode(tokenize(line)))
+        buf.append(eos)
+    return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
+
+
+class LMStream:
+    """Batches of contiguous windows over a token stream (classic ``batchify``).
+
+    The stream is cut into ``batch_size`` rows of ``n = len(ids) // batch_size`` tokens (the
+    remainder is dropped); row ``b`` is ``ids[b*n:(b+1)*n]``, so a window continues each row
+    where the previous one stopped and a carried recurrent state stays meaningful.
+
+    Window lengths: with ``variable=False`` every window is ``bptt`` (the last one shorter).
+    With ``variable=True`` (AWD-LSTM's variable-length BPTT) each window draws a base length,
+    ``bptt`` with probability 0.95 else ``bptt / 2``, then ``int(N(base, 5))`` clipped to
+    ``[min(5, bptt), int(1.5 * bptt)]``, and the last window is cut to what is left. Lengths
+    come from ``numpy.random.default_rng([seed, epoch])``, so a (seed, epoch) pair always gives
+    the same windows: to resume at batch k, skip k batches (they are cheap views). ``len()`` is
+    exact: the windows are drawn up front.
+    """
+
+    def __init__(
+        self,
+        token_ids: torch.Tensor,
+        batch_size: int,
+        bptt: int,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        variable: bool = True,
+    ) -> None:
+        if token_ids.dim() != 1:
+            raise ValueError(f"LMStream: token_ids must be 1-D, got shape {tuple(token_ids.shape)}")
+        if batch_size < 1 or bptt < 1:
+            raise ValueError(f"LMStream: batch_size and bptt must be >= 1, got {batch_size}, {bptt}")
+        n = token_ids.numel() // batch_size
+        if n < 2:
+            raise ValueError(
+                f"LMStream: {token_ids.numel()} tokens are too few for batch_size={batch_size}"
+            )
+        self.data = token_ids[: n * batch_size].long().view(batch_size, n)  # (B, n)
+        self.batch_size, self.bptt = batch_size, bptt
+        self.seed, self.epoch, self.variable = seed, epoch, variable
+
+    def windows(self) -> list[tuple[int, int]]:
+        """``(start, length)`` of every window of this epoch, in order."""
+        last = self.data.size(1) - 1  # the final token of a row is only ever a label
+        if not self.variable:
+            return [(i, min(self.bptt, last - i)) for i in range(0, last, self.bptt)]
+        rng = np.random.default_rng([self.seed, self.epoch])
+        lo, hi = min(5, self.bptt), max(self.bptt, int(1.5 * self.bptt))
+        out, i = [], 0
+        while i < last:
+            base = self.bptt if rng.random() < 0.95 else self.bptt / 2
+            length = min(max(lo, int(rng.normal(base, 5))), hi, last - i)
+            out.append((i, length))
+            i += length
+        return out
+
+    def __len__(self) -> int:
+        return len(self.windows())
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        for i, length in self.windows():
+            yield {
+                "ids": self.data[:, i : i + length].contiguous(),  # (B, T)
+                "labels": self.data[:, i + 1 : i + 1 + length].contiguous(),  # (B, T)
+            }
+
+
+def lm_stream(
+    token_ids: torch.Tensor,
+    batch_size: int,
+    bptt: int,
+    *,
+    seed: int = 0,
+    epoch: int = 0,
+    variable: bool = True,
+) -> LMStream:
+    """An iterable :class:`LMStream` (set ``.epoch`` to redraw the window lengths)."""
+    return LMStream(token_ids, batch_size, bptt, seed=seed, epoch=epoch, variable=variable)
+
+
+class LanguageModel(nn.Module):
+    """An encoder and a linear decoder to the vocabulary, tied to the embedding by default
+    (Press and Wolf 2017; Inan et al. 2017). Dropout on ``hidden`` is the encoder's job."""
+
+    def __init__(self, encoder: nn.Module, vocab_size: int, tie_weights: bool = True) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = nn.Linear(encoder.dim, vocab_size)
+        nn.init.zeros_(self.decoder.bias)
+        if tie_weights:
+            emb = encoder.embedding.weight
+            if tuple(emb.shape) != (vocab_size, encoder.dim):
+                raise ValueError(
+                    f"LanguageModel: tie_weights needs an embedding of shape "
+                    f"(vocab_size={vocab_size}, dim={encoder.dim}), got {tuple(emb.shape)}"
+                )
+            self.decoder.weight = emb  # one Parameter: the same storage and gradient
+
+    def forward(
+        self, ids: torch.Tensor, mask: torch.Tensor | None = None, state=None
+    ) -> tuple[torch.Tensor, EncoderOutput]:
+        out = self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
+        return self.decoder(out.hidden), out  # logits (B, T, V)
+
+
+def _batch_size(state) -> int | None:
+    """The batch size of a (nested) recurrent state: dim 1 of an RNN's (layers, B, H) tensor."""
+    while isinstance(state, (list, tuple)) and state:
+        state = state[0]
+    return state.size(1) if isinstance(state, torch.Tensor) and state.dim() == 3 else None
+
+
+class LMLoss:
+    """Mean next-token cross-entropy over ``labels != IGNORE_INDEX``, stateful across windows.
+
+    The encoder's returned state is kept (detached: truncated BPTT) and passed to the next call;
+    it is reset when the batch size changes and by :meth:`reset`. In training mode AWD-LSTM's
+    regularizers are added: AR, ``alpha * mean(hidden ** 2)`` on the dropped last-layer output,
+    and TAR, ``beta * mean((h_t - h_{t-1}) ** 2)`` on the raw last layer (the paper's values
+    are alpha=2, beta=1; both default to 0).
+    """
+
+    def __init__(self, alpha: float = 0.0, beta: float = 0.0) -> None:
+        if alpha < 0 or beta < 0:
+            raise ValueError(f"LMLoss: alpha and beta must be >= 0, got {alpha}, {beta}")
+        self.alpha, self.beta = alpha, beta
+        self.state = None
+
+    def reset(self) -> None:
+        self.state = None
+
+    def __call__(self, model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        ids, labels = batch["ids"], batch["labels"]
+        if self.state is not None and _batch_size(self.state) != ids.size(0):
+            self.state = None
+        if self.state is not None and self.state[0][0].device != ids.device:
+            self.state = [tuple(t.to(ids.device) for t in hc) for hc in self.state]
+        logits, out = model(ids, batch.get("mask"), state=self.state)
+        self.state = detach_state(out.state)
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
+            labels.reshape(-1),  # (B*T,)
+            ignore_index=IGNORE_INDEX,
+        )
+        if model.training and self.alpha > 0.0:
+            loss = loss + self.alpha * out.hidden.float().pow(2).mean()
+        if model.training and self.beta > 0.0 and out.layers[-1].size(1) > 1:
+            raw = out.layers[-1].float()  # (B, T, D)
+            loss = loss + self.beta * (raw[:, 1:] - raw[:, :-1]).pow(2).mean()
+        return loss
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """The carried state as ``{"state.<layer>.<i>": tensor}`` (empty when there is none)."""
+        if self.state is None:
+            return {}
+        return {f"state.{l}.{i}": t for l, hc in enumerate(self.state) for i, t in enumerate(hc)}
+
+    def load_state_dict(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Restore a state saved by :meth:`state_dict` (an empty dict means no state)."""
+        layers: dict[int, dict[int, torch.Tensor]] = {}
+        for key, t in tensors.items():
+            _, layer, i = key.split(".")
+            layers.setdefault(int(layer), {})[int(i)] = t
+        self.state = [
+            tuple(parts[i] for i in sorted(parts)) for _, parts in sorted(layers.items())
+        ] or None
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, stream: Iterable[dict[str, torch.Tensor]]) -> float:
+    """``exp`` of the token-weighted mean cross-entropy, in eval mode, state carried over."""
+    was_training = model.training
+    model.eval()
+    total, count, state = 0.0, 0, None
+    try:
+        for batch in stream:
+            labels = batch["labels"]
+            if state is not None and _batch_size(state) != labels.size(0):
+                state = None
+            logits, out = model(batch["ids"], batch.get("mask"), state=state)
+            state = out.state
+            total += F.cross_entropy(
+                logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
+                labels.reshape(-1),
+                ignore_index=IGNORE_INDEX,
+                reduction="sum",
+            ).item()
+            count += int((labels != IGNORE_INDEX).sum())
+    finally:
+        model.train(was_training)
+    if count == 0:
+        raise ValueError("perplexity: the stream has no labeled tokens")
+    return math.exp(total / count)
+
+
+class NTASGD:
+    """Non-monotonically triggered averaging (the paper's NT-ASGD, Algorithm 1).
+
+    Call :meth:`observe` with each validation loss (every logging interval); once the loss is
+    worse than the best of all but the last ``n`` checks, averaging starts: from then on call
+    :meth:`update` after every optimizer step, and evaluate ``averaged`` (an
+    ``AveragedModel``: the mean of the weights since the trigger).
+    """
+
+    def __init__(self, model: nn.Module, n: int = 5) -> None:
+        if n < 1:
+            raise ValueError(f"NTASGD: n (the non-monotone interval) must be >= 1, got {n}")
+        self.model, self.n = model, n
+        self.val_losses: list[float] = []
+        self.averaged: AveragedModel | None = None
+
+    def should_switch(self, val_losses: list[float]) -> bool:
+        """Whether the last loss is worse than min(losses[:-n-1]), with more than n before it."""
+        *logs, v = val_losses
+        return len(logs) > self.n and v > min(logs[: len(logs) - self.n])
+
+    def observe(self, val_loss: float) -> bool:
+        """Record a validation loss; True on the check that triggers averaging."""
+        self.val_losses.append(float(val_loss))
+        if self.averaged is None and self.should_switch(self.val_losses):
+            self.averaged = AveragedModel(self.model)
+            return True
+        return False
+
+    def update(self) -> None:
+        """Add the current weights to the average (a no-op before the trigger)."""
+        if self.averaged is not None:
+            self.averaged.update_parameters(self.model)

@@ -1,0 +1,103 @@
+"""A labeled text-classification task from a catalog name or the user's own files.
+
+``TaskDataConfig(task="sst2")`` or ``TaskDataConfig(train="my.tsv", text_col="review",
+label_col="stars")``. Labels are strings, mapped to ids in sorted order and stored with the
+model, so a label the model never saw is caught by name at evaluation time.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Literal
+
+from transferlab.data import catalog
+from transferlab.data.errors import DataError
+from transferlab.data.examples import TextExample
+
+
+@dataclass(frozen=True)
+class TaskDataConfig:
+    task: str = "sst2"  # a catalog name; ignored for the splits given as files below
+    train: str = ""  # path to the user's own train file (tsv, csv, jsonl)
+    valid: str = ""
+    test: str = ""
+    text_col: str = "text"  # column name, or a 0-based index written as a string ("0")
+    label_col: str = "label"
+    header: Literal["auto", "yes", "no"] = "auto"
+    train_size: int = 0  # number of labeled training examples used; 0 = all
+    subset_seed: int = 0  # which random subset; subsets of one seed are nested
+    valid_fraction: float = 0.1  # held out of train when the task has no validation split
+    batch_size: int = 32
+    max_len: int = 0  # tokens kept per text; 0 = all
+
+    def __post_init__(self):
+        if self.train_size < 0:
+            raise ValueError(f"data.train_size must be >= 0, got {self.train_size}")
+        if not 0.0 < self.valid_fraction < 1.0:
+            raise ValueError(f"data.valid_fraction must be in (0, 1), got {self.valid_fraction}")
+        if self.batch_size < 1:
+            raise ValueError(f"data.batch_size must be >= 1, got {self.batch_size}")
+        if not self.task and not self.train:
+            raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
+
+
+def _column(value: str) -> str | int:
+    return int(value) if value.isdigit() else value
+
+
+def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[TextExample]:
+    if path:
+        header = {"auto": None, "yes": True, "no": False}[cfg.header]
+        examples = list(catalog.load_examples(path, split, text_col=_column(cfg.text_col),
+                                              label_col=_column(cfg.label_col), header=header))
+    else:
+        examples = list(catalog.load_examples(cfg.task, split))
+    for i, ex in enumerate(examples):
+        if not isinstance(ex, TextExample):
+            raise DataError(path or cfg.task, None, None,
+                            f"expected single-text examples, got {type(ex).__name__}")
+        if ex.label is None:
+            raise DataError(path or cfg.task, i + 1, cfg.label_col, "label missing")
+    return examples
+
+
+def nested_subset(n_total: int, size: int, seed: int) -> list[int]:
+    """The first ``size`` indices of one fixed permutation: smaller subsets nest in larger ones."""
+    order = list(range(n_total))
+    random.Random(seed).shuffle(order)
+    return sorted(order[: size or n_total])
+
+
+def load_task(cfg: TaskDataConfig) -> dict[str, list[TextExample]]:
+    """Train (subset), valid and test examples; valid is held out of train if absent."""
+    splits = catalog.splits(cfg.task) if cfg.task and not cfg.train else ["train"]
+    train = read_examples(cfg, "train", cfg.train)
+    if cfg.valid or "valid" in splits or "dev" in splits:
+        valid = read_examples(cfg, "valid" if "valid" in splits else "dev", cfg.valid)
+    else:
+        held = set(nested_subset(len(train), max(1, int(len(train) * cfg.valid_fraction)), seed=12345))
+        valid = [ex for i, ex in enumerate(train) if i in held]
+        train = [ex for i, ex in enumerate(train) if i not in held]
+    if cfg.test:
+        test = read_examples(cfg, "test", cfg.test)
+    elif "test" in splits:
+        test = read_examples(cfg, "test", "")
+    else:
+        test = valid
+    if cfg.train_size > len(train):
+        raise ValueError(f"data.train_size={cfg.train_size} but the training set has only {len(train)} examples")
+    train = [train[i] for i in nested_subset(len(train), cfg.train_size, cfg.subset_seed)]
+    return {"train": train, "valid": valid, "test": test}
+
+
+def label_ids(labels: list[str], examples: list[TextExample], where: str) -> list[int]:
+    """Map string labels to ids; a label outside ``labels`` is an error that names it."""
+    index = {label: i for i, label in enumerate(labels)}
+    out = []
+    for i, ex in enumerate(examples):
+        if ex.label not in index:
+            raise ValueError(f"{where}, example {i + 1}: label {ex.label!r} was never seen in training "
+                             f"(known labels: {', '.join(labels)})")
+        out.append(index[ex.label])
+    return out

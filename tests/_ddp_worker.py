@@ -1,0 +1,55 @@
+"""Run by tests/test_distributed.py under torchrun (and imported by it for the 1-process run).
+
+A tiny MLP classifier, dropout off, a deterministic dataset in global batches of 8, AdamW, a
+lower layer unfrozen at epoch 1 (so DDP is re-wrapped), 3 epochs of 4 steps.
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from transferlab.train import TrainConfig, fit
+
+
+def train(out_dir=None, threads: int = 0):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 16), nn.Tanh(), nn.Linear(16, 3))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 5, generator=g)
+    y = (x[:, 0] > 0).long() + (x[:, 1] > 0).long()
+    model[0].requires_grad_(False)
+
+    def data(epoch):
+        order = torch.randperm(32, generator=torch.Generator().manual_seed(epoch))
+        return [{"x": x[order[i:i + 8]], "labels": y[order[i:i + 8]]} for i in range(0, 32, 8)]
+
+    def loss(m, batch):
+        return nn.functional.cross_entropy(m(batch["x"]), batch["labels"])
+
+    def unfreeze(epoch, trainer):
+        if epoch == 1:
+            model[0].requires_grad_(True)
+            trainer.add_group({"params": model[0].parameters(), "lr": 3e-3, "name": "bottom"})
+
+    def evaluate(m):
+        return {"acc": (m(x).argmax(-1) == y).float().mean().item()}
+
+    cfg = TrainConfig(lr=1e-2, epochs=3, schedule="slanted_triangular", clip=1.0, log_every=2, progress=False,
+                      threads=threads)
+    result = fit(model, loss, data, cfg, groups=[{"params": list(model[2:].parameters()), "name": "top"}],
+                 on_epoch_start=unfreeze, evaluate=evaluate, metric="acc", out_dir=out_dir)
+    return model, result
+
+
+if __name__ == "__main__":
+    import torch.distributed as dist
+
+    out = Path(sys.argv[1])
+    model, result = train(out / "run", threads=1)
+    rank = dist.get_rank()
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / f"rank{rank}.safetensors"),
+              metadata={"best": repr(result.best), "step": str(result.step), "history": repr(result.history)})
+    dist.destroy_process_group()

@@ -1,0 +1,151 @@
+"""Tests for transferlab.pretrain.lm: the LM objective, the BPTT stream, perplexity, NT-ASGD."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.pretrain.lm import (
+    NTASGD,
+    LanguageModel,
+    LMLoss,
+    LMStream,
+    encode_corpus,
+    lm_stream,
+    perplexity,
+)
+from transferlab.text.vocab import Vocab
+
+V = 99
+
+
+def tiny_lm(tie: bool = True, **dropouts) -> LanguageModel:
+    torch.manual_seed(0)
+    cfg = AWDLSTMConfig(vocab_size=V, dim=32, hidden_dim=32, n_layers=2, **dropouts)
+    return LanguageModel(AWDLSTM(cfg), V, tie_weights=tie)
+
+
+def test_overfits_one_batch():
+    model = tiny_lm(embed_p=0.0, input_p=0.0, hidden_p=0.0, weight_p=0.1, output_p=0.0).train()
+    data = torch.randint(4, V, (2, 17))
+    batch = {"ids": data[:, :-1], "labels": data[:, 1:]}
+    loss_fn = LMLoss()
+    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
+    losses = []
+    for _ in range(100):
+        loss_fn.reset()  # the same window every step: start from a zero state each time
+        loss = loss_fn(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[0] == pytest.approx(math.log(V), rel=0.1)
+    assert losses[-1] < 0.35 * losses[0]  # about 0.2 x in practice
+
+
+@pytest.mark.parametrize("variable", [False, True])
+def test_stream_windows_are_contiguous_and_shifted(variable):
+    ids = torch.arange(1000)
+    stream = lm_stream(ids, batch_size=4, bptt=10, seed=3, variable=variable)
+    batches = list(stream)
+    assert len(batches) == len(stream)
+    rows = torch.cat([b["ids"] for b in batches], dim=1)  # (B, n - 1)
+    labels = torch.cat([b["labels"] for b in batches], dim=1)
+    n = 1000 // 4
+    assert torch.equal(rows, ids.view(4, n)[:, :-1])  # each row read start to end, no gaps
+    assert torch.equal(labels, rows + 1)  # labels are the next tokens
+    lengths = [b["ids"].size(1) for b in batches]
+    if variable:
+        assert len(set(lengths)) > 1 and max(lengths) <= 15 and min(lengths[:-1]) >= 5
+    else:
+        assert lengths[:-1] == [10] * (len(lengths) - 1) and 0 < lengths[-1] <= 10
+
+
+def test_stream_is_deterministic_per_seed_and_epoch():
+    ids = torch.randint(0, V, (5000,))
+    a = LMStream(ids, 8, 20, seed=1, epoch=2)
+    assert a.windows() == LMStream(ids, 8, 20, seed=1, epoch=2).windows()
+    assert a.windows() != LMStream(ids, 8, 20, seed=1, epoch=3).windows()
+    before = a.windows()
+    a.epoch = 3
+    assert a.windows() != before
+    with pytest.raises(ValueError, match="too few"):
+        LMStream(torch.arange(5), batch_size=4, bptt=2)
+
+
+def test_encode_corpus_appends_eos():
+    vocab = Vocab.build([["a", "b"], ["b"]])
+    ids = encode_corpus(iter(["a b", "", "b zzz"]), vocab)
+    a, b = vocab.stoi["a"], vocab.stoi["b"]
+    eos, unk = vocab.eos_id, vocab.unk_id
+    assert ids.dtype == torch.long
+    assert ids.tolist() == [a, b, eos, eos, b, unk, eos]
+
+
+def test_tied_weights_share_storage():
+    model = tiny_lm()
+    assert model.decoder.weight is model.encoder.embedding.weight
+    assert model.decoder.weight.data_ptr() == model.encoder.embedding.weight.data_ptr()
+    assert sum(p is model.decoder.weight for p in model.parameters()) == 1
+    untied = tiny_lm(tie=False)
+    assert untied.decoder.weight.data_ptr() != untied.encoder.embedding.weight.data_ptr()
+    with pytest.raises(ValueError, match="tie_weights"):
+        LanguageModel(untied.encoder, V + 1)
+
+
+def test_loss_carries_state_and_checkpoints_it():
+    model = tiny_lm().eval()
+    stream = list(lm_stream(torch.randint(0, V, (600,)), batch_size=4, bptt=10))
+    loss_fn = LMLoss()
+    loss_fn(model, stream[0])
+    assert loss_fn.state is not None and not loss_fn.state[0][0].requires_grad
+    saved = {k: v.clone() for k, v in loss_fn.state_dict().items()}
+    assert set(saved) == {"state.0.0", "state.0.1", "state.1.0", "state.1.1"}
+    expected = loss_fn(model, stream[1])
+    fresh = LMLoss()
+    assert fresh(model, stream[1]) != expected  # a zero state gives another loss
+    fresh.load_state_dict(saved)
+    assert fresh(model, stream[1]) == expected  # resuming from a checkpoint is exact
+    # a new batch size resets the state instead of crashing
+    out = fresh(model, {"ids": stream[2]["ids"][:2], "labels": stream[2]["labels"][:2]})
+    assert torch.isfinite(out) and fresh.state[0][0].shape[1] == 2
+    fresh.reset()
+    assert fresh.state is None and fresh.state_dict() == {}
+
+
+def test_ar_and_tar_apply_in_training_only():
+    model = tiny_lm(embed_p=0.0, input_p=0.0, hidden_p=0.0, weight_p=0.0, output_p=0.0)
+    batch = {"ids": torch.randint(0, V, (2, 8)), "labels": torch.randint(0, V, (2, 8))}
+    plain = LMLoss()(model.train(), batch)
+    regularized = LMLoss(alpha=2.0, beta=1.0)(model, batch)
+    assert regularized > plain
+    assert LMLoss(alpha=2.0, beta=1.0)(model.eval(), batch) == LMLoss()(model, batch)
+
+
+def test_perplexity_of_a_uniform_model_is_the_vocab_size():
+    model = tiny_lm(tie=False).train()
+    torch.nn.init.zeros_(model.decoder.weight)  # every logit 0: a uniform distribution
+    stream = lm_stream(torch.randint(0, V, (500,)), batch_size=2, bptt=16, variable=False)
+    assert perplexity(model, stream) == pytest.approx(V, rel=1e-5)
+    assert model.training  # the caller's mode is restored
+    assert perplexity(tiny_lm(), stream) > 1.0
+
+
+def test_ntasgd_triggers_on_a_non_monotone_loss():
+    model = torch.nn.Linear(2, 1)
+    nt = NTASGD(model, n=5)
+    assert not nt.should_switch([5, 4, 3, 2, 1, 0.9, 0.8, 0.7])  # still improving
+    losses = [3.0, 2.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+    # index 8 (1.6) is the first loss worse than min(losses[:3]) = 1.0 with > 5 checks before it
+    triggered = [i for i, v in enumerate(losses) if nt.observe(v)]
+    assert triggered == [8] and nt.averaged is not None
+    with torch.no_grad():
+        model.weight.fill_(1.0)
+    nt.update()
+    with torch.no_grad():
+        model.weight.fill_(3.0)
+    nt.update()
+    assert torch.allclose(nt.averaged.module.weight, torch.full((1, 2), 2.0))

@@ -1,0 +1,40 @@
+import torch
+from torch import nn
+
+from transferlab.encoders.base import EncoderOutput
+from transferlab.tasks.classify import ClassifierHeadConfig, PoolingClassifier, TaskModel, classify_loss, pool
+
+
+def test_concat_pooling_reads_only_real_tokens():
+    hidden = torch.tensor([[[1.0], [5.0], [100.0]], [[2.0], [-3.0], [4.0]]])  # (B=2,T=3,D=1)
+    mask = torch.tensor([[True, True, False], [True, True, True]])
+    out = pool(hidden, mask, "concat")  # [last, max, mean]
+    assert out.tolist() == [[5.0, 5.0, 3.0], [4.0, 4.0, 1.0]]
+
+
+class BagEncoder(nn.Module):
+    def __init__(self, vocab=20, dim=8):
+        super().__init__()
+        self.embedding, self.dim = nn.Embedding(vocab, dim), dim
+
+    def forward(self, ids, mask=None):
+        h = self.embedding(ids)
+        return EncoderOutput(hidden=h, layers=[h])
+
+    def layer_groups(self):
+        return [self.embedding]
+
+
+def test_head_overfits_one_batch():
+    torch.manual_seed(0)
+    model = TaskModel(BagEncoder(), PoolingClassifier(8, 3, ClassifierHeadConfig(input_p=0.0, hidden_p=0.0)))
+    batch = {"ids": torch.randint(1, 20, (12, 5)), "mask": torch.ones(12, 5, dtype=torch.bool),
+             "labels": torch.arange(12) % 3}
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    first = classify_loss(model, batch).item()
+    for _ in range(150):
+        opt.zero_grad()
+        loss = classify_loss(model, batch)
+        loss.backward()
+        opt.step()
+    assert loss.item() < 0.05 * first

@@ -1,0 +1,68 @@
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from transferlab.config import ConfigError, apply_overrides, from_dict, load_config, parse_override, to_dict
+
+
+@dataclass(frozen=True)
+class Inner:
+    lr: float = 1e-3
+    steps: int = 10
+    mode: Literal["a", "b"] = "a"
+    sizes: tuple[int, ...] = (1, 2)
+
+    def __post_init__(self):
+        if self.lr <= 0:
+            raise ValueError(f"inner.lr must be > 0, got {self.lr}")
+
+
+@dataclass(frozen=True)
+class Outer:
+    inner: Inner = field(default_factory=Inner)
+    name: str = "x"
+    path: str | None = None
+
+
+def test_round_trip_and_overrides():
+    cfg = from_dict(Outer, apply_overrides({}, ["inner.lr=3e-4", "--inner.mode=b", "name=ptb", "inner.sizes=[3,4]"]))
+    assert cfg.inner.lr == 3e-4 and cfg.inner.mode == "b" and cfg.name == "ptb" and cfg.inner.sizes == (3, 4)
+    assert from_dict(Outer, to_dict(cfg)) == cfg
+
+
+def test_int_is_accepted_for_float_but_not_the_reverse():
+    assert from_dict(Inner, {"lr": 1}).lr == 1.0
+    with pytest.raises(ConfigError, match="--inner.steps must be int"):
+        from_dict(Outer, {"inner": {"steps": 1.5}})
+
+
+def test_unknown_key_names_the_flag():
+    with pytest.raises(ConfigError, match=r"--inner\.lrr"):
+        from_dict(Outer, apply_overrides({}, ["inner.lrr=1"]))
+
+
+def test_literal_and_validation_messages_name_the_flag():
+    with pytest.raises(ConfigError, match="--inner.mode must be one of"):
+        from_dict(Outer, {"inner": {"mode": "c"}})
+    with pytest.raises(ConfigError, match="inner.lr must be > 0"):
+        from_dict(Outer, {"inner": {"lr": -1.0}})
+    with pytest.raises(ConfigError, match="--inner.steps must be int, got bool"):
+        from_dict(Outer, {"inner": {"steps": True}})
+
+
+def test_parse_override_reads_toml_values_and_bare_strings():
+    assert parse_override("a.b=3") == (["a", "b"], 3)
+    assert parse_override("a=true") == (["a"], True)
+    assert parse_override("a=ptb,sotu") == (["a"], "ptb,sotu")
+    with pytest.raises(ConfigError):
+        parse_override("novalue")
+
+
+def test_preset_files(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('name = "from-file"\n[inner]\nsteps = 7\n')
+    cfg = load_config(Outer, path, ["inner.steps=8"])
+    assert cfg.name == "from-file" and cfg.inner.steps == 8
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(Outer, "no-such-preset", kind="lm")
