@@ -271,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine()}; fastai {fastai.__version__}")
     print("loop: the same plain PyTorch loop and batches for every model; only the model differs")
 
+    load_start = os.getloadavg()[0]
     results: dict[int, dict[str, float]] = {}
     for hidden in args.hidden:
         torch.manual_seed(args.seed)
@@ -295,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         del runners
 
     names = ["fastai AWD_LSTM", "transferlab AWDLSTM", "torch nn.LSTM (no dropout)"]
+    print(f"\n1-min load average at start / end: {load_start:.2f} / {os.getloadavg()[0]:.2f} "
+          f"(above ~0.5 at start, other work shared the {os.cpu_count()} cores)")
     print(f"\n{'config':<12} {'model':<28} {'tokens/s':>10} {'s/step':>8} {'loss':>7}")
     for hidden, res in results.items():
         for n in names:
@@ -329,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
             "data": "PTB train, whitespace words + <eos>/line, 10k vocab",
             "batch": args.bs, "bptt": args.bptt, "warmup_steps": args.warmup,
             "timed_steps": args.steps, "optimizer": f"Adam lr {args.lr}", "threads": args.threads,
+            "load_avg_1min": [round(load_start, 2), round(os.getloadavg()[0], 2)],
             "dropouts": DROPS, "loop": "same plain PyTorch loop and batches for both; only the model differs",
         },
     }

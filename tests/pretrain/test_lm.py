@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.pretrain.lm import (
@@ -14,9 +15,11 @@ from transferlab.pretrain.lm import (
     LMLoss,
     LMStream,
     encode_corpus,
+    linear_cross_entropy,
     lm_stream,
     perplexity,
 )
+from transferlab.pretrain import lm
 from transferlab.text.vocab import Vocab
 
 V = 99
@@ -83,6 +86,33 @@ def test_encode_corpus_appends_eos():
     eos, unk = vocab.eos_id, vocab.unk_id
     assert ids.dtype == torch.long
     assert ids.tolist() == [a, b, eos, eos, b, unk, eos]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_linear_cross_entropy_matches_pytorch(monkeypatch, dtype):
+    monkeypatch.setattr(lm, "_CHUNK_ELEMENTS", 7 * 50)  # 7 rows a chunk: 30 rows, 5 chunks
+    torch.manual_seed(0)
+    x = torch.randn(30, 8, dtype=dtype, requires_grad=True)
+    w = torch.randn(50, 8, dtype=dtype, requires_grad=True)
+    b = torch.randn(50, dtype=dtype, requires_grad=True)
+    labels = torch.randint(0, 50, (30,))
+    labels[::4] = -100  # ignored rows count neither in the mean nor in the gradient
+    ref = F.cross_entropy(F.linear(x, w, b), labels)
+    ours = linear_cross_entropy(x, w, b, labels)
+    tol = 1e-6 if dtype == torch.float32 else 1e-12
+    assert abs(ref.item() - ours.item()) < tol
+    grads_ref = torch.autograd.grad(3 * ref, (x, w, b))
+    for g_ref, g_ours in zip(grads_ref, torch.autograd.grad(3 * ours, (x, w, b))):
+        assert g_ours.dtype == dtype and (g_ref - g_ours).abs().max() < tol
+
+
+def test_lm_loss_equals_cross_entropy_of_the_logits():
+    model = tiny_lm().eval()
+    batch = {"ids": torch.randint(0, V, (3, 9)), "labels": torch.randint(0, V, (3, 9))}
+    batch["labels"][0, :4] = -100
+    logits, _ = model(batch["ids"])
+    expected = F.cross_entropy(logits.view(-1, V), batch["labels"].view(-1))
+    assert abs(LMLoss()(model, batch).item() - expected.item()) < 1e-5
 
 
 def test_tied_weights_share_storage():

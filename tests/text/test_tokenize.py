@@ -12,8 +12,10 @@ from transferlab.text.tokenize import whitespace_tokenize, word_tokenize
     [
         ("Don't stop, it's 3.14!", ["Do", "n't", "stop", ",", "it", "'s", "3.14", "!"]),
         ("I can't and won't.", ["I", "ca", "n't", "and", "wo", "n't", "."]),
-        ("They're here; we've 10,000 at 12:30 -- ok?!", ["They", "'re", "here", ";", "we", "'ve",
-                                                         "10,000", "at", "12:30", "--", "ok", "?!"]),
+        (
+            "They're here; we've 10,000 at 12:30 -- ok?!",
+            ["They", "'re", "here", ";", "we", "'ve", "10,000", "at", "12:30", "--", "ok", "?!"],
+        ),
         ("Mr. Smith paid $5 in the U.S. today.", ["Mr.", "Smith", "paid", "$", "5", "in", "the",
                                                    "U.S.", "today", "."]),
         ('"Hi," she said (quietly)...', ['"', "Hi", ",", '"', "she", "said", "(", "quietly", ")",

@@ -63,14 +63,15 @@ class AWDLSTMConfig:
             raise ValueError(f"AWDLSTMConfig.vocab_size must be >= 0, got {self.vocab_size}")
         for name in ("dim", "hidden_dim", "n_layers"):
             if getattr(self, name) < 1:
-                raise ValueError(f"AWDLSTMConfig.{name} must be positive, got {getattr(self, name)}")
+                raise ValueError(f"AWDLSTMConfig.{name} must be >= 1, got {getattr(self, name)}")
         for name in ("embed_p", "input_p", "hidden_p", "weight_p", "output_p"):
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
-                raise ValueError(f"AWDLSTMConfig.{name} is a dropout probability in [0, 1), got {p}")
+                raise ValueError(f"AWDLSTMConfig.{name} is a dropout rate in [0, 1), got {p}")
         if self.pad_id < 0 or (self.vocab_size and self.pad_id >= self.vocab_size):
             raise ValueError(
-                f"AWDLSTMConfig.pad_id must be in [0, vocab_size={self.vocab_size}), got {self.pad_id}"
+                f"AWDLSTMConfig.pad_id must be in [0, vocab_size={self.vocab_size}), "
+                f"got {self.pad_id}"
             )
 
 
@@ -132,6 +133,8 @@ class WeightDropLSTM(nn.Module):
         if state is None:
             zeros = x.new_zeros(1, x.size(0), self.hidden_size)
             state = (zeros, zeros)
+        elif state[0].dtype != x.dtype:  # e.g. a bf16 state from an autocast window, used in fp32
+            state = (state[0].to(x.dtype), state[1].to(x.dtype))
         w_hh = self.weight_hh_l0_raw
         if self.training and self.weight_p > 0.0:
             w_hh = w_hh * keep_mask(w_hh, w_hh.shape, self.weight_p)  # one mask for the window

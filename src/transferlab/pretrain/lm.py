@@ -36,6 +36,7 @@ __all__ = [
     "lm_stream",
     "encode_corpus",
     "LMLoss",
+    "linear_cross_entropy",
     "perplexity",
     "NTASGD",
 ]
@@ -82,7 +83,7 @@ class LMStream:
         variable: bool = True,
     ) -> None:
         if token_ids.dim() != 1:
-            raise ValueError(f"LMStream: token_ids must be 1-D, got shape {tuple(token_ids.shape)}")
+            raise ValueError(f"LMStream: token_ids must be 1-D, got {tuple(token_ids.shape)}")
         if batch_size < 1 or bptt < 1:
             raise ValueError(f"LMStream: batch_size and bptt must be >= 1, got {batch_size}, {bptt}")
         n = token_ids.numel() // batch_size
@@ -90,12 +91,19 @@ class LMStream:
             raise ValueError(
                 f"LMStream: {token_ids.numel()} tokens are too few for batch_size={batch_size}"
             )
-        self.data = token_ids[: n * batch_size].long().view(batch_size, n)  # (B, n)
+        self.data = token_ids[: n * batch_size].long().reshape(batch_size, n)  # (B, n)
         self.batch_size, self.bptt = batch_size, bptt
         self.seed, self.epoch, self.variable = seed, epoch, variable
+        self._cache: tuple[tuple, list[tuple[int, int]]] | None = None
 
     def windows(self) -> list[tuple[int, int]]:
         """``(start, length)`` of every window of this epoch, in order."""
+        key = (self.seed, self.epoch, self.variable, self.bptt)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self._draw_windows())
+        return list(self._cache[1])
+
+    def _draw_windows(self) -> list[tuple[int, int]]:
         last = self.data.size(1) - 1  # the final token of a row is only ever a label
         if not self.variable:
             return [(i, min(self.bptt, last - i)) for i in range(0, last, self.bptt)]
@@ -132,6 +140,73 @@ def lm_stream(
     """An iterable :class:`LMStream` (set ``.epoch`` to redraw the window lengths)."""
     return LMStream(token_ids, batch_size, bptt, seed=seed, epoch=epoch, variable=variable)
 
+_CHUNK_ELEMENTS = 1 << 24  # logits computed 16M entries (64 MB in fp32) at a time
+
+
+class _LinearCrossEntropy(torch.autograd.Function):
+    """Mean cross-entropy of ``x @ weight.T + bias`` without keeping the (N, V) logits.
+
+    The loss is a scalar, so its gradients are known in the forward pass: per chunk of rows,
+    ``softmax - onehot`` is formed in place in the logits buffer and multiplied out at once.
+    Same matmuls as ``F.cross_entropy(F.linear(...))`` but one (chunk, V) buffer instead of
+    four full (N, V) tensors (logits, log-probs, and their gradients).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, labels):  # x (N, D), weight (V, D), bias (V,), labels (N,)
+        device = x.device.type
+        autocast = torch.is_autocast_enabled(device)
+        dtype = torch.get_autocast_dtype(device) if autocast else weight.dtype
+        ctx.dtypes = (x.dtype, weight.dtype, None if bias is None else bias.dtype)
+        acc = torch.promote_types(dtype, torch.float32)  # softmax and sums: fp32 or better
+        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        with torch.autocast(device, enabled=False):
+            xc, wc = x.to(dtype), weight.to(dtype)
+            bc = None if bias is None else bias.to(dtype)
+            valid = labels != IGNORE_INDEX
+            target = labels.masked_fill(~valid, 0)[:, None]  # (N, 1)
+            n_valid = valid.sum().clamp(min=1)
+            scale = (valid.to(acc) / n_valid)[:, None]  # (N, 1): 0 on ignored rows
+            gx = torch.empty_like(xc) if need_x else None
+            gw = torch.zeros_like(weight, dtype=acc) if need_w else None
+            gb = torch.zeros_like(bias, dtype=acc) if need_b else None
+            total = torch.zeros((), dtype=acc, device=x.device)
+            rows = max(1, _CHUNK_ELEMENTS // weight.size(0))
+            for s in range(0, x.size(0), rows):
+                e = s + rows
+                logits = F.linear(xc[s:e], wc, bc).to(acc)  # (n, V)
+                lse = torch.logsumexp(logits, dim=1, keepdim=True)  # (n, 1)
+                nll = lse - logits.gather(1, target[s:e])  # (n, 1)
+                total += (nll * valid[s:e, None]).sum()
+                if not (need_x or need_w or need_b):
+                    continue
+                g = logits.sub_(lse).exp_()  # softmax, in place
+                g.scatter_add_(1, target[s:e], torch.full_like(nll, -1.0))  # minus onehot
+                g = g.mul_(scale[s:e]).to(dtype)  # d(mean loss) / d(logits), (n, V)
+                if need_x:
+                    torch.mm(g, wc, out=gx[s:e])
+                if need_w:
+                    gw += g.t() @ xc[s:e]  # (V, D)
+                if need_b:
+                    gb += g.sum(0)
+        ctx.save_for_backward(gx, gw, gb)
+        return total / n_valid
+
+    @staticmethod
+    def backward(ctx, grad):
+        out = []
+        for g, dtype in zip(ctx.saved_tensors, ctx.dtypes):
+            out.append(None if g is None else (g * grad).to(dtype))
+        return (*out, None)
+
+
+def linear_cross_entropy(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor
+) -> torch.Tensor:
+    """``F.cross_entropy(F.linear(x, weight, bias), labels, ignore_index=-100)`` for x (N, D),
+    computed chunk by chunk (see :class:`_LinearCrossEntropy`); 0 when no label counts."""
+    return _LinearCrossEntropy.apply(x, weight, bias, labels)
+
 
 class LanguageModel(nn.Module):
     """An encoder and a linear decoder to the vocabulary, tied to the embedding by default
@@ -156,6 +231,17 @@ class LanguageModel(nn.Module):
     ) -> tuple[torch.Tensor, EncoderOutput]:
         out = self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
         return self.decoder(out.hidden), out  # logits (B, T, V)
+
+    def next_token_loss(
+        self, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None = None, state=None
+    ) -> tuple[torch.Tensor, EncoderOutput]:
+        """Mean cross-entropy against ``labels (B, T)``, fused with the decoder (the logits are
+        never materialized whole); what :class:`LMLoss` uses."""
+        out = self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
+        hidden = out.hidden.reshape(-1, out.hidden.size(-1))  # (B*T, D)
+        labels = labels.reshape(-1)  # (B*T,)
+        loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)
+        return loss, out
 
 
 def _batch_size(state) -> int | None:
@@ -190,13 +276,16 @@ class LMLoss:
             self.state = None
         if self.state is not None and self.state[0][0].device != ids.device:
             self.state = [tuple(t.to(ids.device) for t in hc) for hc in self.state]
-        logits, out = model(ids, batch.get("mask"), state=self.state)
+        if isinstance(model, LanguageModel):  # not a DDP or compiled wrapper: fused decoder
+            loss, out = model.next_token_loss(ids, labels, batch.get("mask"), state=self.state)
+        else:
+            logits, out = model(ids, batch.get("mask"), state=self.state)
+            loss = F.cross_entropy(
+                logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
+                labels.reshape(-1),  # (B*T,)
+                ignore_index=IGNORE_INDEX,
+            )
         self.state = detach_state(out.state)
-        loss = F.cross_entropy(
-            logits.reshape(-1, logits.size(-1)).float(),  # (B*T, V)
-            labels.reshape(-1),  # (B*T,)
-            ignore_index=IGNORE_INDEX,
-        )
         if model.training and self.alpha > 0.0:
             loss = loss + self.alpha * out.hidden.float().pow(2).mean()
         if model.training and self.beta > 0.0 and out.layers[-1].size(1) > 1:
