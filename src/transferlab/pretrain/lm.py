@@ -85,7 +85,7 @@ class LMStream:
         if token_ids.dim() != 1:
             raise ValueError(f"LMStream: token_ids must be 1-D, got {tuple(token_ids.shape)}")
         if batch_size < 1 or bptt < 1:
-            raise ValueError(f"LMStream: batch_size and bptt must be >= 1, got {batch_size}, {bptt}")
+            raise ValueError(f"LMStream: batch_size={batch_size} and bptt={bptt} must be >= 1")
         n = token_ids.numel() // batch_size
         if n < 2:
             raise ValueError(
@@ -140,6 +140,7 @@ def lm_stream(
     """An iterable :class:`LMStream` (set ``.epoch`` to redraw the window lengths)."""
     return LMStream(token_ids, batch_size, bptt, seed=seed, epoch=epoch, variable=variable)
 
+
 _CHUNK_ELEMENTS = 1 << 24  # logits computed 16M entries (64 MB in fp32) at a time
 
 
@@ -153,13 +154,15 @@ class _LinearCrossEntropy(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, weight, bias, labels):  # x (N, D), weight (V, D), bias (V,), labels (N,)
+    def forward(ctx, x, weight, bias, labels, grad_enabled):
+        # x (N, D), weight (V, D), bias (V,) or None, labels (N,)
         device = x.device.type
         autocast = torch.is_autocast_enabled(device)
         dtype = torch.get_autocast_dtype(device) if autocast else weight.dtype
         ctx.dtypes = (x.dtype, weight.dtype, None if bias is None else bias.dtype)
         acc = torch.promote_types(dtype, torch.float32)  # softmax and sums: fp32 or better
-        need_x, need_w, need_b = ctx.needs_input_grad[:3]
+        # under no_grad, needs_input_grad still says True: skip the gradients explicitly
+        need_x, need_w, need_b = (grad_enabled and n for n in ctx.needs_input_grad[:3])
         with torch.autocast(device, enabled=False):
             xc, wc = x.to(dtype), weight.to(dtype)
             bc = None if bias is None else bias.to(dtype)
@@ -197,7 +200,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         out = []
         for g, dtype in zip(ctx.saved_tensors, ctx.dtypes):
             out.append(None if g is None else (g * grad).to(dtype))
-        return (*out, None)
+        return (*out, None, None)
 
 
 def linear_cross_entropy(
@@ -205,7 +208,7 @@ def linear_cross_entropy(
 ) -> torch.Tensor:
     """``F.cross_entropy(F.linear(x, weight, bias), labels, ignore_index=-100)`` for x (N, D),
     computed chunk by chunk (see :class:`_LinearCrossEntropy`); 0 when no label counts."""
-    return _LinearCrossEntropy.apply(x, weight, bias, labels)
+    return _LinearCrossEntropy.apply(x, weight, bias, labels, torch.is_grad_enabled())
 
 
 class LanguageModel(nn.Module):
