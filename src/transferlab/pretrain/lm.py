@@ -232,15 +232,19 @@ class LanguageModel(nn.Module):
     def forward(
         self, ids: torch.Tensor, mask: torch.Tensor | None = None, state=None
     ) -> tuple[torch.Tensor, EncoderOutput]:
-        out = self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
+        out = self._encode(ids, mask, state)
         return self.decoder(out.hidden), out  # logits (B, T, V)
+
+    def _encode(self, ids: torch.Tensor, mask: torch.Tensor | None, state) -> EncoderOutput:
+        # stateless encoders (a Transformer) need not accept a state argument
+        return self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
 
     def next_token_loss(
         self, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None = None, state=None
     ) -> tuple[torch.Tensor, EncoderOutput]:
         """Mean cross-entropy against ``labels (B, T)``, fused with the decoder (the logits are
         never materialized whole); what :class:`LMLoss` uses."""
-        out = self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
+        out = self._encode(ids, mask, state)
         hidden = out.hidden.reshape(-1, out.hidden.size(-1))  # (B*T, D)
         labels = labels.reshape(-1)  # (B*T,)
         loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)

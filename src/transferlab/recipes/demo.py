@@ -42,6 +42,7 @@ def _bar_chart(rows: list[tuple[str, float]], path: Path, title: str) -> None:
 def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000) -> dict:
     out = Path(out)
     preset = "tiny" if quick else "demo"
+    clf_preset = "tiny" if quick else "small"  # one classifier preset for the demo and the benchmark
     start = time.perf_counter()
 
     lm_cfg = load_config(pretrain_lm.PretrainLMConfig, preset, [f'out="{out / "lm-ptb"}"'], kind="lm")
@@ -51,9 +52,9 @@ def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000) 
         pretrain_lm.run(lm_cfg)
 
     common = [f"data.train_size={labels}", f'lm_finetune.out="{out / "lm-sst2"}"']
-    ulm_cfg = load_config(ulmfit.FinetuneConfig, preset, common + [
+    ulm_cfg = load_config(ulmfit.FinetuneConfig, clf_preset, common + [
         f'pretrained="{out / "lm-ptb" / "best"}"', f'out="{out / "ulmfit"}"'], kind="finetune")
-    scratch_cfg = load_config(ulmfit.FinetuneConfig, preset, common + [f'out="{out / "scratch"}"'],
+    scratch_cfg = load_config(ulmfit.FinetuneConfig, clf_preset, common + [f'out="{out / "scratch"}"'],
                               kind="finetune")
     results = {"ulmfit": ulmfit.run(ulm_cfg), "scratch": ulmfit.run(scratch_cfg)}
 
