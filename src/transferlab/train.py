@@ -562,7 +562,8 @@ class _Log:
         if self.tok:
             record["tokens_per_s"] = self.tok / secs
         self.write(record)
-        self.bar.set_postfix(loss=f"{record['loss']:.4g}", ex_s=f"{record['examples_per_s']:.0f}")
+        speed = {"tok_s": f"{record['tokens_per_s']:.0f}"} if self.tok else {}
+        self.bar.set_postfix(loss=f"{record['loss']:.4g}", ex_s=f"{record['examples_per_s']:.0f}", **speed)
         self.losses, self.ex, self.tok, self.secs = [], 0, 0, 0.0
 
     def write(self, record: dict) -> None:

@@ -21,6 +21,7 @@ dropout off, the output equals a stack of ``nn.LSTM`` with the same weights (tes
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 LSTMState = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: h, c each (1, B, H_layer)
+
+
+DROPOUTS = ("embed_p", "input_p", "hidden_p", "weight_p", "output_p")
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class AWDLSTMConfig:
         for name in ("dim", "hidden_dim", "n_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"AWDLSTMConfig.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("embed_p", "input_p", "hidden_p", "weight_p", "output_p"):
+        for name in DROPOUTS:
             p = getattr(self, name)
             if not 0.0 <= p < 1.0:
                 raise ValueError(f"AWDLSTMConfig.{name} is a dropout rate in [0, 1), got {p}")
@@ -167,6 +171,17 @@ class AWDLSTM(nn.Module):
         with torch.no_grad():  # ULMFiT's initialization of the embedding
             self.embedding.weight.uniform_(-0.1, 0.1)
             self.embedding.weight[cfg.pad_id].zero_()
+
+    def set_dropouts(self, **rates: float) -> None:
+        """Change dropout rates in place (``embed_p``, ``input_p``, ``hidden_p``, ``weight_p``,
+        ``output_p``), e.g. a classifier's rates on an encoder pretrained as a language model;
+        ``self.cfg`` follows, so a checkpoint records the rates the weights were trained with."""
+        unknown = set(rates) - set(DROPOUTS)
+        if unknown:
+            raise ValueError(f"AWDLSTM.set_dropouts: unknown rate(s) {sorted(unknown)}; known: {DROPOUTS}")
+        self.cfg = dataclasses.replace(self.cfg, **rates)  # validates each rate
+        for rnn in self.rnns:
+            rnn.weight_p = self.cfg.weight_p
 
     def layer_groups(self) -> list[nn.Module]:
         """ULMFiT's groups, bottom to top: the embedding, then each LSTM layer."""

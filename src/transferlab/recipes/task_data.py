@@ -8,6 +8,7 @@ model, so a label the model never saw is caught by name at evaluation time.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,6 +61,15 @@ def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[TextExampl
         if ex.label is None:
             raise DataError(path or cfg.task, i + 1, cfg.label_col, "label missing")
     return examples
+
+
+def task_texts(cfg: TaskDataConfig, split: str, path: str = "") -> Iterable[str]:
+    """The texts of a task split (labels unused), streamed: a user's file is read with the
+    task's columns, a catalog task through :func:`catalog.corpus`."""
+    if path:
+        header = {"auto": None, "yes": True, "no": False}[cfg.header]
+        return catalog.corpus(path, split, text_col=_column(cfg.text_col), header=header)
+    return catalog.corpus(cfg.task, split)
 
 
 def nested_subset(n_total: int, size: int, seed: int) -> list[int]:

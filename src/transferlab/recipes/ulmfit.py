@@ -27,11 +27,11 @@ from transferlab.adapt.finetune import freeze_to, param_groups, transfer_embeddi
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.batching import Batches
-from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.awd_lstm import AWDLSTM, DROPOUTS, AWDLSTMConfig
 from transferlab.eval.metrics import classification_metrics
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, encode_corpus, perplexity
 from transferlab.recipes.common import TextConfig, load_lm, log, tokenizer
-from transferlab.recipes.task_data import TaskDataConfig, label_ids, load_task
+from transferlab.recipes.task_data import TaskDataConfig, label_ids, load_task, task_texts
 from transferlab.tasks.classify import ClassifierHeadConfig, PoolingClassifier, TaskModel, classify_loss, predict_proba
 from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
@@ -66,7 +66,9 @@ class FinetuneConfig:
     data: TaskDataConfig = field(default_factory=TaskDataConfig)
     text: TextConfig = field(default_factory=TextConfig)
     pretrained: str = ""  # an LM checkpoint folder; "" = train the classifier from scratch
-    awd_lstm: AWDLSTMConfig = field(default_factory=AWDLSTMConfig)  # used from scratch only
+    # the classifier's encoder: its dropouts apply in both cases (the LM stage keeps the
+    # checkpoint's), its sizes only from scratch (a pretrained encoder keeps its own)
+    awd_lstm: AWDLSTMConfig = field(default_factory=AWDLSTMConfig)
     scratch_min_freq: int = 1
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
@@ -98,9 +100,9 @@ def _valid_text(cfg: FinetuneConfig) -> list[str] | None:
     if cfg.lm_finetune.text:
         return None
     if cfg.data.valid:
-        return list(catalog.corpus(cfg.data.valid, "train"))
+        return list(task_texts(cfg.data, "valid", cfg.data.valid))
     if cfg.data.task and not cfg.data.train and "valid" in catalog.splits(cfg.data.task):
-        return list(catalog.corpus(cfg.data.task, "valid"))
+        return list(task_texts(cfg.data, "valid"))
     return None
 
 
@@ -111,7 +113,7 @@ def finetune_lm(cfg: FinetuneConfig, lm: LanguageModel, old_vocab: Vocab, tok) -
     if (out / "results.json").exists():
         log(f"reusing the fine-tuned language model in {out}")
         return load_lm(out / "best" if (out / "best").exists() else out / "last")
-    lines = catalog.corpus(c.text or cfg.data.train or cfg.data.task, "train")
+    lines = catalog.corpus(c.text, "train") if c.text else task_texts(cfg.data, "train", cfg.data.train)
     vocab = Vocab.build((tok(line) for line in lines), min_freq=c.min_freq, max_size=c.max_vocab)
     n_new = retarget_vocab(lm, old_vocab, vocab)
     log(f"target vocabulary {len(vocab):,} words, {n_new:,} new to the pretrained LM (mean-initialized)")
@@ -203,6 +205,7 @@ def run(cfg: FinetuneConfig) -> dict:
     if cfg.pretrained:
         lm, old_vocab = load_lm(cfg.pretrained)
         lm, vocab = finetune_lm(cfg, lm, old_vocab, tok)
+        lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
         return train_classifier(cfg, data, lm.encoder, vocab, tok, pretrained=True)
     vocab = Vocab.build((tok(ex.text) for ex in data["train"]), min_freq=cfg.scratch_min_freq)
     encoder = AWDLSTM(dataclasses.replace(cfg.awd_lstm, vocab_size=len(vocab)))

@@ -1,0 +1,109 @@
+"""The recipes end to end at tiny sizes on the user's own files: pretrain lm -> finetune (ULMFiT)
+-> evaluate -> predict, the classifier's own dropouts on a pretrained encoder, bad input named,
+and every subcommand's --help showing an example."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from transferlab import cli
+from transferlab.config import load_config
+from transferlab.recipes import predict, pretrain_lm, ulmfit
+from transferlab.recipes.task_data import TaskDataConfig, read_examples
+
+WORDS = "good great fun loved fine bad awful boring dull waste the a movie film plot was it".split()
+
+
+def _write_task(path, rows):
+    path.write_text("review\tstars\n" + "".join(f"{t}\t{y}\n" for t, y in rows), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("recipes")
+    pos, neg = ["good great fun", "loved the movie", "a fine film"], ["bad awful plot", "boring dull", "a waste"]
+    rows = [(t, "good") for t in pos] * 6 + [(t, "bad") for t in neg] * 6
+    _write_task(d / "train.tsv", rows)
+    _write_task(d / "test.tsv", rows[::3])
+    (d / "corpus.txt").write_text("\n".join(" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(9))
+                                            for i in range(300)) + "\n", encoding="utf-8")
+    return d
+
+
+@pytest.fixture(scope="module")
+def lm(files):
+    cfg = load_config(pretrain_lm.PretrainLMConfig, "tiny",
+                      [f'data.corpus="{files / "corpus.txt"}"', 'data.valid_split="train"',
+                       'data.test_split="train"', "train.progress=false", f'out="{files / "lm"}"'], kind="lm")
+    return pretrain_lm.run(cfg)
+
+
+def _finetune_cfg(files, out, *extra):
+    return load_config(ulmfit.FinetuneConfig, "tiny",
+                       ['data.task=""', f'data.train="{files / "train.tsv"}"', f'data.test="{files / "test.tsv"}"',
+                        'data.text_col="review"', 'data.label_col="stars"', "train.progress=false",
+                        "lm_finetune.train.progress=false", f'out="{out}"', *extra], kind="finetune")
+
+
+def test_pretrain_reports_perplexities(lm):
+    assert lm["valid_ppl"] > 1 and lm["test_ppl"] > 1 and lm["steps"] == 30
+
+
+def test_ulmfit_pipeline_and_classifier_dropouts(files, lm, tmp_path):
+    cfg = _finetune_cfg(files, tmp_path / "clf", f'pretrained="{lm["checkpoint"]}"', "awd_lstm.output_p=0.33",
+                        "awd_lstm.weight_p=0.44")
+    summary = ulmfit.run(cfg)
+    assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
+    model, vocab, labels, _ = ulmfit.load_classifier(summary["checkpoint"])
+    assert labels == ["bad", "good"]
+    # the classifier trained with its own dropouts, recorded in its checkpoint; sizes stay the LM's
+    assert model.encoder.cfg.output_p == 0.33 and model.encoder.cfg.weight_p == 0.44
+    assert all(r.weight_p == 0.44 for r in model.encoder.rnns)
+    assert model.encoder.cfg.dim == 32
+    # the fine-tuned LM kept the pretraining dropouts
+    lm_cfg = json.loads((tmp_path / "clf" / "lm" / "last" / "config.json").read_text())
+    assert lm_cfg["awd_lstm"]["output_p"] != 0.33
+
+    examples = read_examples(TaskDataConfig(task="", train=str(files / "test.tsv"), text_col="review",
+                                            label_col="stars"), "test", str(files / "test.tsv"))
+    metrics = predict.evaluate(summary["checkpoint"], examples, "test.tsv")
+    assert metrics["n"] == len(examples) and metrics["accuracy"] == pytest.approx(summary["test_accuracy"])
+    out = io.StringIO()
+    assert predict.predict(summary["checkpoint"], ["good fun", "dull"], out) == 2
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert rows[0]["label"] in labels and sum(rows[0]["probabilities"].values()) == pytest.approx(1.0)
+
+
+def test_unseen_label_at_evaluation_is_named(files, tmp_path):
+    summary = ulmfit.run(_finetune_cfg(files, tmp_path / "scratch"))
+    assert not summary["pretrained"]
+    bad = tmp_path / "odd.tsv"
+    _write_task(bad, [("good fun", "good"), ("so so", "meh")])
+    examples = read_examples(TaskDataConfig(task="", train=str(bad), text_col="review", label_col="stars"),
+                             "test", str(bad))
+    with pytest.raises(ValueError, match="meh"):
+        predict.evaluate(summary["checkpoint"], examples, "odd.tsv")
+
+
+def test_malformed_row_names_file_line_and_field(files, tmp_path, capsys):
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("review\tstars\ngood fun\tgood\n\tbad\n", encoding="utf-8")
+    code = None
+    try:
+        cli.main(["finetune", "--train", str(bad), "--text-col", "review", "--label-col", "stars",
+                  "--preset", "tiny", "--out", str(tmp_path / "x")])
+    except SystemExit as e:
+        code = e.code
+    err = capsys.readouterr().err
+    assert code == 1 and "bad.tsv, line 3, field 'review': empty text" in err
+
+
+@pytest.mark.parametrize("command", sorted(cli.EXAMPLES))
+def test_every_help_shows_an_example(command, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "example:" in out and f"transferlab {command}" in out
