@@ -28,9 +28,12 @@ ABLATIONS = {"no_discr": "ulmfit.discriminative=false", "no_stlr": "ulmfit.stlr=
              "no_unfreeze": "ulmfit.gradual_unfreeze=false"}
 
 
-def cells(sizes: list[int], seeds: list[int]) -> list[tuple[str, int, int]]:
-    grid = [(m, size, seed) for size in sizes for seed in seeds for m in ("ulmfit", "scratch")]
+def cells(sizes: list[int], seeds: list[int], all_seeds: list[int]) -> list[tuple[str, int, int]]:
+    """Small sizes first, then the ablations at 1,000 labels, then all labels (the long runs)."""
+    grid = [(m, size, seed) for size in sizes if size for seed in seeds for m in ("ulmfit", "scratch")]
     grid += [(m, 1000, seed) for seed in seeds for m in ABLATIONS]
+    if 0 in sizes:
+        grid += [(m, 0, seed) for seed in all_seeds for m in ("ulmfit", "scratch")]
     return grid
 
 
@@ -53,14 +56,17 @@ def main() -> None:
     ap.add_argument("--preset", default="small")
     ap.add_argument("--sizes", default="100,1000,0", help="label counts; 0 = all")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--all-seeds", default=None,
+                    help="seeds for the all-labels cells (each run is long on a CPU); default --seeds")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
+    all_seeds = [int(s) for s in (args.all_seeds or args.seeds).split(",")]
     finished = done(log)
-    for method, size, seed in cells(sizes, seeds):
+    for method, size, seed in cells(sizes, seeds, all_seeds):
         if (method, size, seed) in finished:
             continue
         overrides = [f"data.train_size={size}", f"data.subset_seed={seed}", f"train.seed={seed}",
@@ -78,17 +84,26 @@ def main() -> None:
         finished[(method, size, seed)] = row
         print(json.dumps(row), flush=True)
 
-    def mean(method: str, size: int) -> float | None:
-        accs = [r["test_accuracy"] for (m, s, _), r in finished.items() if m == method and s == size]
-        return statistics.mean(accs) if accs else None
+    def accs(method: str, size: int) -> list[float]:
+        return [r["test_accuracy"] for (m, s, _), r in finished.items() if m == method and s == size]
 
-    figures = {}
-    for size, name in ((100, "100"), (1000, "1000"), (0, "all")):
-        for method in ("ulmfit", "scratch"):
-            figures[f"acc_{name}_{method}"] = mean(method, size)
-    for method in ABLATIONS:
-        figures[f"acc_1000_{method}"] = mean(method, 1000)
-    write_result("ulmfit_sst2", figures, runs=sorted(finished.values(), key=lambda r: (r["size"], r["method"], r["seed"])))
+    figures, seeds_per_cell, std = {}, {}, {}
+    cells_named = [(size, name, method) for size, name in ((100, "100"), (1000, "1000"), (0, "all"))
+                   for method in ("ulmfit", "scratch")]
+    cells_named += [(1000, "1000", method) for method in ABLATIONS]
+    for size, name, method in cells_named:
+        key, values = f"acc_{name}_{method}", accs(method, size)
+        figures[key] = statistics.mean(values) if values else None
+        seeds_per_cell[key] = len(values)
+        std[key] = statistics.stdev(values) if len(values) > 1 else None
+    print(f"{'figure':<24} {'mean':>7} {'std':>7} seeds")
+    for key, value in figures.items():
+        shown = "-" if value is None else f"{100 * value:.1f}%"
+        spread = "-" if std[key] is None else f"{100 * std[key]:.1f}"
+        print(f"{key:<24} {shown:>7} {spread:>7} {seeds_per_cell[key]}")
+    write_result("ulmfit_sst2", figures, seeds=seeds_per_cell, std=std, pretrained=args.pretrained,
+                 preset=args.preset,
+                 runs=sorted(finished.values(), key=lambda r: (r["size"], r["method"], r["seed"])))
 
 
 if __name__ == "__main__":

@@ -66,3 +66,24 @@ def test_preset_files(tmp_path):
     assert cfg.name == "from-file" and cfg.inner.steps == 8
     with pytest.raises(ConfigError, match="not found"):
         load_config(Outer, "no-such-preset", kind="lm")
+
+
+def test_preset_extends(tmp_path):
+    (tmp_path / "base.toml").write_text('name = "base"\n[inner]\nsteps = 7\nlr = 0.5\n')
+    (tmp_path / "child.toml").write_text('extends = "base.toml"\n[inner]\nsteps = 9\n')
+    cfg = load_config(Outer, tmp_path / "child.toml")
+    assert cfg.name == "base" and cfg.inner.steps == 9 and cfg.inner.lr == 0.5
+    (tmp_path / "loop.toml").write_text('extends = "loop.toml"\n')
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(Outer, tmp_path / "loop.toml")
+    (tmp_path / "orphan.toml").write_text('extends = "gone.toml"\n')
+    with pytest.raises(ConfigError, match="gone.toml"):
+        load_config(Outer, tmp_path / "orphan.toml")
+
+
+def test_demo_preset_is_the_small_one_for_fewer_steps():
+    from transferlab.recipes.pretrain_lm import PretrainLMConfig
+
+    small, demo = (load_config(PretrainLMConfig, name, kind="lm") for name in ("small", "demo"))
+    assert demo.train.steps < small.train.steps
+    assert demo.awd_lstm == small.awd_lstm and demo.data == small.data

@@ -141,15 +141,34 @@ def preset_path(name: str | Path, kind: str = "") -> Path:
 
 def load_config(cls: type[T], preset: str | Path | None = None, overrides: list[str] = (),
                 base: dict | None = None, kind: str = "") -> T:
-    """Defaults, then ``base``, then the preset file, then ``--a.b=value`` overrides."""
+    """Defaults, then ``base``, then the preset file (and what it ``extends``), then
+    ``--a.b=value`` overrides."""
     data = dict(base or {})
     if preset is not None:
         path = preset_path(preset, kind)
         if not path.exists():
             available = sorted(p.stem.removesuffix(f"_{kind}") for p in PRESET_DIR.glob(f"*_{kind}.toml"))
             raise ConfigError(f"preset {str(preset)!r} not found at {path} (presets: {', '.join(available)})")
-        data = merge(data, read_toml(path))
+        data = merge(data, read_preset(path, kind))
     return from_dict(cls, apply_overrides(data, list(overrides)))
+
+
+def read_preset(path: Path, kind: str = "", _seen: tuple = ()) -> dict:
+    """A preset's TOML with ``extends = "other"`` resolved: the named preset of the same kind
+    (or a .toml path, relative to this file) is read first and this file merged over it."""
+    if path.resolve() in _seen:
+        chain = " -> ".join(str(p) for p in (*_seen, path.resolve()))
+        raise ConfigError(f"presets extend each other in a cycle: {chain}")
+    data = read_toml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if not isinstance(parent, str):
+        raise ConfigError(f"{path}: extends must be a preset name or a .toml path, got {parent!r}")
+    parent_path = path.parent / parent if parent.endswith(".toml") else preset_path(parent, kind)
+    if not parent_path.exists():
+        raise ConfigError(f"{path}: extends {parent!r}, which is not at {parent_path}")
+    return merge(read_preset(parent_path, kind, (*_seen, path.resolve())), data)
 
 
 def write_json(data: Any, path: str | Path) -> Path:
