@@ -222,3 +222,34 @@ def test_config_validation_names_the_field():
         TrainConfig(schedule="step")
     with pytest.raises(ConfigError, match="train.device"):
         TrainConfig(device="gpu0")
+
+
+def test_metrics_go_to_jsonl_and_tensorboard_when_installed(tmp_path, monkeypatch):
+    """The TensorBoard writer is optional: a stand-in module checks what fit() sends it."""
+    import sys
+    import types
+
+    scalars: list[tuple[str, float, int]] = []
+
+    class FakeWriter:
+        def __init__(self, logdir):
+            self.logdir = logdir
+
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, value, step))
+
+        def close(self):
+            scalars.append(("closed", 0.0, -1))
+
+    module = types.ModuleType("torch.utils.tensorboard")
+    module.SummaryWriter = FakeWriter
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
+    x, y = toy_data(16)
+    fit(make_mlp(), ce, batches(x, y, 4), TrainConfig(lr=1e-2, epochs=2, progress=False, log_every=2),
+        evaluate=accuracy(x, y), metric="acc", out_dir=tmp_path)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "loss" in r] == [2, 4, 6, 8]
+    assert [r["step"] for r in rows if "eval/acc" in r] == [4, 8]
+    tags = {tag for tag, _, _ in scalars}
+    assert {"train/loss", "lr/all", "eval/acc", "closed"} <= tags
+    assert [s for tag, _, s in scalars if tag == "train/loss"] == [2, 4, 6, 8]

@@ -24,7 +24,6 @@ import functools
 import itertools
 import json
 import math
-import os
 import random
 import time
 import typing
@@ -32,7 +31,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal
+from typing import Callable, Iterable, Literal
 
 import numpy as np
 import torch
@@ -42,6 +41,7 @@ from tqdm import tqdm
 
 from transferlab.checkpoint import (has_checkpoint, load_checkpoint, pack_state, rng_state, save_checkpoint,
                                     set_rng_state, unpack_state)
+from transferlab import devices
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.schedules import SCHEDULES
 
@@ -204,7 +204,7 @@ def fit(model: nn.Module, loss_fn: Callable[[nn.Module, dict], Tensor], data: Ca
         raise ValueError(f"fit(metric={metric!r}) needs an evaluate= function")
     if mode not in ("max", "min"):
         raise ValueError(f"fit(mode=...) must be 'max' or 'min', got {mode!r}")
-    rank, world, device = _setup_distributed(cfg)
+    rank, world, device = devices.setup(cfg)
     if cfg.threads > 0:
         torch.set_num_threads(cfg.threads)
     random.seed(cfg.seed)
@@ -249,8 +249,8 @@ class _Run:
         self.out, self.config, self.files, self.rank = out, config, files, rank
         self.p = _Progress()
         self.pending_rng: dict | None = None
-        self.scaler = _scaler(trainer.cfg, trainer.device)
-        self.autocast = _autocast(trainer.cfg, trainer.device)
+        self.scaler = devices.grad_scaler(trainer.cfg, trainer.device)
+        self.autocast = devices.autocast(trainer.cfg, trainer.device)
         self.examples = self.tokens = 0
         self.seconds = 0.0
         self.saved_step = -1
@@ -359,7 +359,7 @@ class _Run:
         self.tokens += tok
         self.log.window(ex, tok)
         batch = {k: (v.to(t.device, non_blocking=True) if isinstance(v, Tensor) else v)
-                 for k, v in _shard(batch, self.rank, t.world).items()}
+                 for k, v in devices.shard(batch, self.rank, t.world).items()}
         no_sync = t.net.no_sync() if (t.world > 1 and not sync) else nullcontext()
         with no_sync:
             with self.autocast():
@@ -467,58 +467,6 @@ def _count(batch: dict) -> tuple[int, int]:
     if isinstance(batch.get("ids"), Tensor):
         return examples, batch["ids"].numel()
     return examples, 0
-
-
-def _shard(batch: dict, rank: int, world: int) -> dict:
-    """This rank's contiguous slice, along dim 0, of every tensor in a global batch."""
-    if world <= 1:
-        return batch
-    out = {}
-    for key, v in batch.items():
-        if isinstance(v, Tensor) and v.dim():
-            if v.shape[0] % world:
-                raise ValueError(f"batch[{key!r}] has {v.shape[0]} rows, which do not divide among {world} "
-                                 f"processes; use a global batch size that is a multiple of {world}")
-            n = v.shape[0] // world
-            v = v[rank * n:(rank + 1) * n]
-        out[key] = v
-    return out
-
-
-def _setup_distributed(cfg: TrainConfig) -> tuple[int, int, torch.device]:
-    """(rank, world size, device); joins the torchrun process group when WORLD_SIZE > 1."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    name = cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda":
-        device = torch.device("cuda", device.index if device.index is not None else (local if world > 1 else 0))
-        torch.cuda.set_device(device)
-    if world <= 1 or not dist.is_available():
-        return 0, 1, device
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    return dist.get_rank(), dist.get_world_size(), device
-
-
-def _precision(cfg: TrainConfig, device: torch.device) -> str:
-    if cfg.precision == "auto":
-        return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    if cfg.precision == "fp16" and device.type != "cuda":
-        raise ConfigError("train.precision='fp16' needs a CUDA device; use 'bf16' or 'fp32' on the CPU")
-    return cfg.precision
-
-
-def _autocast(cfg: TrainConfig, device: torch.device) -> Callable[[], Any]:
-    precision = _precision(cfg, device)
-    if precision == "fp32":
-        return nullcontext
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
-    return partial(torch.autocast, device_type=device.type, dtype=dtype)
-
-
-def _scaler(cfg: TrainConfig, device: torch.device):
-    return torch.amp.GradScaler("cuda") if _precision(cfg, device) == "fp16" else None
 
 
 class _Log:

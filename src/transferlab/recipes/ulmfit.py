@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from transferlab.adapt.finetune import freeze_to, param_groups, transfer_embeddings, unfreeze_schedule
@@ -67,8 +66,10 @@ class FinetuneConfig:
     text: TextConfig = field(default_factory=TextConfig)
     pretrained: str = ""  # an LM checkpoint folder; "" = train the classifier from scratch
     # the classifier's encoder: its dropouts apply in both cases (the LM stage keeps the
-    # checkpoint's), its sizes only from scratch (a pretrained encoder keeps its own)
-    awd_lstm: AWDLSTMConfig = field(default_factory=AWDLSTMConfig)
+    # checkpoint's), its sizes only from scratch (a pretrained encoder keeps its own). fastai's
+    # classifier rates; its output_p is the head's input dropout (head.input_p), so 0 here.
+    awd_lstm: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig(
+        embed_p=0.05, input_p=0.4, hidden_p=0.3, weight_p=0.5, output_p=0.0))
     scratch_min_freq: int = 1
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
@@ -106,6 +107,15 @@ def _valid_text(cfg: FinetuneConfig) -> list[str] | None:
     return None
 
 
+def lm_groups(lm: LanguageModel) -> list[nn.Module]:
+    """The LM stage's layer groups below the decoder, bottom to top. A group tied to the decoder
+    (the embedding) is left out: it trains in the decoder's group, at the top learning rate, as
+    in fastai's language-model split, so the words new to the pretrained LM (most of a new
+    domain's vocabulary, mean-initialized) are learned at the full rate, not 2.6**n times less."""
+    tied = {id(p) for p in lm.decoder.parameters()}
+    return [g for g in lm.encoder.layer_groups() if not any(id(p) in tied for p in g.parameters())]
+
+
 def finetune_lm(cfg: FinetuneConfig, lm: LanguageModel, old_vocab: Vocab, tok) -> tuple[LanguageModel, Vocab]:
     """Stage 2: target-task LM fine-tuning, reused when its output folder is complete."""
     c = cfg.lm_finetune
@@ -126,8 +136,7 @@ def finetune_lm(cfg: FinetuneConfig, lm: LanguageModel, old_vocab: Vocab, tok) -
         valid = encode_corpus(valid_text, vocab, tok)
         evaluate = lambda m: {"valid_ppl": perplexity(m, LMStream(valid, 8, c.bptt, variable=False))}  # noqa: E731
     u = cfg.ulmfit
-    pgroups = param_groups(lm.encoder.layer_groups(), c.train.lr, u.decay if u.discriminative else 1.0,
-                           head=lm.decoder)
+    pgroups = param_groups(lm_groups(lm), c.train.lr, u.decay if u.discriminative else 1.0, head=lm.decoder)
     start = time.perf_counter()
     fit(lm, LMLoss(), lambda epoch: LMStream(stream, c.batch_size, c.bptt, seed=c.train.seed, epoch=epoch),
         _schedule(c.train, u), groups=pgroups, evaluate=evaluate, metric="valid_ppl" if evaluate else None,
