@@ -107,3 +107,19 @@ def test_every_help_shows_an_example(command, capsys):
         cli.main([command, "--help"])
     out = capsys.readouterr().out
     assert "example:" in out and f"transferlab {command}" in out
+
+
+def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
+    from transferlab.adapt.finetune import param_groups
+    from transferlab.encoders.awd_lstm import AWDLSTMConfig
+
+    lm = pretrain_lm.build_lm(AWDLSTMConfig(dim=8, hidden_dim=12, n_layers=3), vocab_size=30)
+    groups = ulmfit.lm_groups(lm)
+    assert groups == list(lm.encoder.rnns)  # the embedding is tied to the decoder: left out
+    pg = param_groups(groups, 1e-2, 2.6, head=lm.decoder)
+    top = pg[-1]
+    assert top["name"] == "head" and top["lr"] == 1e-2
+    assert any(p is lm.encoder.embedding.weight for p in top["params"])
+    assert pg[0]["lr"] == pytest.approx(1e-2 / 2.6**3)
+    n = sum(p.numel() for g in pg for p in g["params"])
+    assert n == sum(p.numel() for p in lm.parameters())  # every parameter once
