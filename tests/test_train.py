@@ -253,3 +253,13 @@ def test_metrics_go_to_jsonl_and_tensorboard_when_installed(tmp_path, monkeypatc
     tags = {tag for tag, _, _ in scalars}
     assert {"train/loss", "lr/all", "eval/acc", "closed"} <= tags
     assert [s for tag, _, s in scalars if tag == "train/loss"] == [2, 4, 6, 8]
+
+
+def test_bf16_on_a_cpu_without_it_warns(monkeypatch):
+    from transferlab import devices
+
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: False)
+    with pytest.warns(UserWarning, match="train.precision=fp32"):
+        assert devices.precision(TrainConfig(precision="bf16"), torch.device("cpu")) == "bf16"
+    with pytest.raises(ConfigError, match="fp16"):
+        devices.precision(TrainConfig(precision="fp16"), torch.device("cpu"))

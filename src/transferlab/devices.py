@@ -4,7 +4,9 @@ rank's slice of a global batch. ``cfg`` is a :class:`transferlab.train.TrainConf
 
 from __future__ import annotations
 
+import functools
 import os
+import warnings
 from contextlib import nullcontext
 from functools import partial
 from typing import Any, Callable
@@ -15,7 +17,7 @@ from torch import Tensor
 
 from transferlab.config import ConfigError
 
-__all__ = ["setup", "precision", "autocast", "grad_scaler", "shard"]
+__all__ = ["setup", "precision", "autocast", "grad_scaler", "shard", "cpu_has_bf16"]
 
 
 def shard(batch: dict, rank: int, world: int) -> dict:
@@ -56,7 +58,19 @@ def precision(cfg, device: torch.device) -> str:
         return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
     if cfg.precision == "fp16" and device.type != "cuda":
         raise ConfigError("train.precision='fp16' needs a CUDA device; use 'bf16' or 'fp32' on the CPU")
+    if cfg.precision == "bf16" and device.type == "cpu" and not cpu_has_bf16():
+        warnings.warn("train.precision='bf16' on a CPU without native bf16 (AVX512-BF16 or AMX) is "
+                      "emulated and slower than fp32: set --train.precision=fp32", stacklevel=2)
     return cfg.precision
+
+
+@functools.cache
+def cpu_has_bf16() -> bool:
+    """Whether this CPU runs bf16 matrix products natively (oneDNN's own check)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a torch build without oneDNN
+        return False
 
 
 def autocast(cfg, device: torch.device) -> Callable[[], Any]:
