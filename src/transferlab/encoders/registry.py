@@ -6,7 +6,9 @@ Recipes build an encoder with ``cls, cfg_cls = ENCODERS[name]; cls(cfg_cls(**opt
 from __future__ import annotations
 
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.transformer import Transformer, TransformerConfig
 
 ENCODERS: dict[str, tuple[type, type]] = {
     "awd_lstm": (AWDLSTM, AWDLSTMConfig),
+    "transformer": (Transformer, TransformerConfig),
 }
