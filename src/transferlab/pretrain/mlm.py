@@ -1,0 +1,112 @@
+"""Masked language modelling with next-sentence prediction: BERT's pretraining objectives
+(Devlin et al. 2019, section 3.1 and appendix A.1).
+
+- :func:`mask_tokens`: 15% of the non-special tokens are selected for prediction; of those
+  80% become ``[MASK]``, 10% a random token, 10% stay unchanged. With ``word_ids`` the
+  selection is of whole words (every subword of a selected word is predicted).
+- :func:`nsp_pairs`: sentence pairs from documents: half the time the true next sentence
+  (label 0, "is next"), half a random sentence of another document (label 1), as in BERT.
+- :class:`MaskedLM`: an encoder with BERT's MLM head (dense, GELU, layer norm, decoder tied to
+  the token embedding) and NSP head (tanh pooler on the first token, then 2-way linear); it
+  puts an MLM head on any encoder that has none (MiniLM) for continued pretraining.
+- :func:`mlm_loss`: the objective ``loss(model, batch)``: MLM cross-entropy over the selected
+  positions plus, when the batch has ``nsp_labels``, NSP cross-entropy: the two summed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transferlab import IGNORE_INDEX
+
+__all__ = ["mask_tokens", "nsp_pairs", "MaskedLM", "mlm_loss"]
+
+
+def mask_tokens(ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.15,
+                generator: torch.Generator | None = None, word_ids: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's corruption of ``ids (B, T)``; returns ``(inputs, labels)``, labels ``IGNORE_INDEX``
+    where nothing is predicted. ``special (B, T)`` bool marks tokens never selected ([CLS],
+    [SEP], padding). ``word_ids (B, T)``: the word each subword belongs to (-1 for specials)
+    for whole-word masking."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"mask_tokens: p must be in (0, 1), got {p}")
+    g = generator
+    if word_ids is None:
+        selected = (torch.rand(ids.shape, generator=g) < p) & ~special
+    else:  # one draw per (sequence, word), spread to the word's subwords
+        n_words = int(word_ids.max()) + 1 if word_ids.numel() else 0
+        word_draw = torch.rand(ids.size(0), max(n_words, 1), generator=g) < p  # (B, W)
+        selected = word_draw.gather(1, word_ids.clamp(min=0)) & (word_ids >= 0) & ~special
+    labels = ids.masked_fill(~selected, IGNORE_INDEX)
+    u = torch.rand(ids.shape, generator=g)
+    to_mask = selected & (u < 0.8)
+    to_random = selected & (u >= 0.8) & (u < 0.9)  # and u >= 0.9: left unchanged
+    inputs = ids.masked_fill(to_mask, mask_id)
+    random_ids = torch.randint(0, vocab_size, ids.shape, generator=g)
+    inputs = torch.where(to_random, random_ids, inputs)
+    return inputs, labels
+
+
+def nsp_pairs(documents: Sequence[Sequence[str]], seed: int = 0) -> list[tuple[str, str, int]]:
+    """``(sentence_a, sentence_b, label)`` for every sentence that has a successor in its
+    document: label 0 with the true next sentence (probability 1/2), else label 1 with a random
+    sentence of a different document. Needs at least two documents with sentences."""
+    docs = [list(d) for d in documents if len(d) > 0]
+    if len(docs) < 2:
+        raise ValueError("nsp_pairs: need at least two non-empty documents (negatives come from another one)")
+    rng = random.Random(seed)
+    out = []
+    for d, doc in enumerate(docs):
+        for i in range(len(doc) - 1):
+            if rng.random() < 0.5:
+                out.append((doc[i], doc[i + 1], 0))
+            else:
+                other = rng.randrange(len(docs) - 1)
+                other += other >= d  # any document but this one
+                out.append((doc[i], rng.choice(docs[other]), 1))
+    return out
+
+
+class MaskedLM(nn.Module):
+    """``encoder`` + BERT's MLM head (tied decoder) and, with ``nsp=True``, its NSP head.
+    ``forward(ids, mask, type_ids) -> (mlm_logits (B, T, V), nsp_logits (B, 2) or None)``."""
+
+    def __init__(self, encoder: nn.Module, vocab_size: int, nsp: bool = True, layer_norm_eps: float = 1e-12):
+        super().__init__()
+        self.encoder = encoder
+        d = encoder.dim
+        self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d, eps=layer_norm_eps))
+        self.decoder = nn.Linear(d, vocab_size)
+        nn.init.zeros_(self.decoder.bias)
+        emb = encoder.embedding.weight
+        if tuple(emb.shape) != (vocab_size, d):
+            raise ValueError(f"MaskedLM: the encoder's embedding is {tuple(emb.shape)}, the vocabulary "
+                             f"needs ({vocab_size}, {d}): tokenizer and model disagree on vocabulary size")
+        self.decoder.weight = emb  # tied, as in BERT
+        self.pooler = nn.Sequential(nn.Linear(d, d), nn.Tanh()) if nsp else None
+        self.nsp_head = nn.Linear(d, 2) if nsp else None
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, type_ids: torch.Tensor | None = None):
+        out = self.encoder(ids, mask, type_ids) if type_ids is not None else self.encoder(ids, mask)
+        logits = self.decoder(self.transform(out.hidden))  # (B, T, V)
+        nsp = self.nsp_head(self.pooler(out.hidden[:, 0])) if self.pooler is not None else None  # (B, 2)
+        return logits, nsp
+
+
+def mlm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """MLM cross-entropy over ``labels != IGNORE_INDEX``, plus NSP cross-entropy on
+    ``nsp_labels`` when the batch has them (BERT sums the two)."""
+    logits, nsp = model(batch["ids"], batch.get("mask"), batch.get("type_ids"))
+    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch["labels"].reshape(-1),
+                           ignore_index=IGNORE_INDEX)
+    if "nsp_labels" in batch:
+        if nsp is None:
+            raise ValueError("mlm_loss: the batch has nsp_labels but the model has no NSP head (nsp=False)")
+        loss = loss + F.cross_entropy(nsp.float(), batch["nsp_labels"])
+    return loss
