@@ -137,3 +137,20 @@ def test_registered():
     from transferlab.encoders.registry import ENCODERS
 
     assert ENCODERS["transformer"] == (Transformer, TransformerConfig)
+
+
+def test_gpt_style_causal_lm_through_language_model_and_fit():
+    """Causal LM pretraining of our Transformer is the AWD-LSTM's objective unchanged: the tied
+    LanguageModel, LMLoss and packed fixed-length windows of a token stream, trained by fit()."""
+    from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream
+    from transferlab.train import TrainConfig, fit
+
+    model = LanguageModel(tiny(causal=True, norm="pre", embed_norm=False, type_vocab_size=0), 50)
+    stream = torch.arange(40).repeat(30) % 50  # a repeated 40-token sequence
+    loss = LMLoss()
+    cfg = TrainConfig(lr=3e-3, epochs=8, progress=False, log_every=0)
+    fit(model, loss, lambda e: LMStream(stream, 4, 15, seed=0, epoch=e, variable=False), cfg)
+    model.eval()
+    batch = next(iter(LMStream(stream, 4, 15, variable=False)))
+    with torch.no_grad():
+        assert LMLoss()(model, batch).item() < 0.2
