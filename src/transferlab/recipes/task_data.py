@@ -43,13 +43,17 @@ class TaskDataConfig:
             raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
 
 
+def _header(cfg: TaskDataConfig) -> bool | None:
+    return {"auto": None, "yes": True, "no": False}[cfg.header]
+
+
 def _column(value: str) -> str | int:
     return int(value) if value.isdigit() else value
 
 
 def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[TextExample]:
     if path:
-        header = {"auto": None, "yes": True, "no": False}[cfg.header]
+        header = _header(cfg)
         examples = list(catalog.load_examples(path, split, text_col=_column(cfg.text_col),
                                               label_col=_column(cfg.label_col), header=header))
     else:
@@ -67,7 +71,7 @@ def task_texts(cfg: TaskDataConfig, split: str, path: str = "") -> Iterable[str]
     """The texts of a task split (labels unused), streamed: a user's file is read with the
     task's columns, a catalog task through :func:`catalog.corpus`."""
     if path:
-        header = {"auto": None, "yes": True, "no": False}[cfg.header]
+        header = _header(cfg)
         return catalog.corpus(path, split, text_col=_column(cfg.text_col), header=header)
     return catalog.corpus(cfg.task, split)
 
