@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
-from transferlab.recipes import ulmfit  # noqa: E402
+from transferlab.recipes import finetune  # noqa: E402
 
 ABLATIONS = {"no_discr": "ulmfit.discriminative=false", "no_stlr": "ulmfit.stlr=false",
              "no_unfreeze": "ulmfit.gradual_unfreeze=false"}
@@ -75,8 +75,8 @@ def main() -> None:
             overrides.append(f'pretrained="{args.pretrained}"')
         if method in ABLATIONS:
             overrides.append(ABLATIONS[method])
-        cfg = load_config(ulmfit.FinetuneConfig, args.preset, overrides, kind="finetune")
-        summary = ulmfit.run(cfg)
+        cfg = load_config(finetune.FinetuneConfig, args.preset, overrides, kind="finetune")
+        summary = finetune.run(cfg)
         row = {"method": method, "size": size, "seed": seed, "test_accuracy": summary["test_accuracy"],
                "wall_s": summary["wall_s"], "train_size": summary["train_size"]}
         with log.open("a") as f:

@@ -11,15 +11,20 @@ import argparse
 import json
 import sys
 
-from transferlab.config import ConfigError, load_config, read_toml
+from transferlab.config import PRESET_DIR, ConfigError, load_config, merge, read_toml
 
 EXAMPLES = {
     "data": "transferlab data list",
     "pretrain": "transferlab pretrain lm --corpus ptb --encoder awd_lstm --preset small\n"
-                "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2",
+                "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
+                "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
+                "  transferlab pretrain clm --corpus shakespeare --preset tiny\n"
+                "  transferlab pretrain mlm --init minilm-l6 --corpus my_reviews.txt --train.steps=500",
     "finetune": "transferlab finetune --task sst2 --pretrained runs/lm/best --labels 1000\n"
                 "  transferlab finetune --train my.tsv --text-col review --label-col stars --preset tiny\n"
-                "  transferlab finetune --task sst2 --labels 1000 --ulmfit.gradual_unfreeze=false",
+                "  transferlab finetune --task sst2 --labels 1000 --ulmfit.gradual_unfreeze=false\n"
+                "  transferlab finetune --task mrpc --encoder minilm-l6\n"
+                "  transferlab finetune --task conll2003 --encoder transformer --pretrained runs/mlm/best",
     "evaluate": "transferlab evaluate --model runs/finetune/last --task sst2 --split test\n"
                 "  transferlab evaluate --model runs/finetune/last --data my_test.tsv --text-col review --label-col stars",
     "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
@@ -42,13 +47,15 @@ def _recipe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (train.seed)")
 
 
-def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object]):
+def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], defaults: dict | None = None):
     extra = [f"{key}={json.dumps(value)}" for key, value in shortcuts.items() if value is not None]
     if args.out:
         extra.append(f"out={json.dumps(args.out)}")
     if args.seed is not None:
         extra.append(f"train.seed={args.seed}")
-    base = read_toml(args.config) if args.config else None
+    base = dict(defaults or {})
+    if args.config:
+        base = merge(base, read_toml(args.config))
     for flag in overrides:
         if not flag.startswith("--") or "=" not in flag:
             raise ConfigError(f"unrecognized argument {flag!r}: overrides look like --train.lr=3e-4")
@@ -66,21 +73,45 @@ def cmd_data(args, overrides) -> None:
 
 
 def cmd_pretrain(args, overrides) -> None:
-    from transferlab.recipes import pretrain_lm
+    if args.objective == "lm":
+        from transferlab.recipes import pretrain_lm
 
-    cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
-                {"data.corpus": args.corpus, "encoder": args.encoder})
-    print(json.dumps(pretrain_lm.run(cfg), indent=2))
+        cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
+                    {"data.corpus": args.corpus, "encoder": args.encoder})
+        print(json.dumps(pretrain_lm.run(cfg), indent=2))
+        return
+    from transferlab.recipes import pretrain_transformer
+
+    if args.encoder not in (None, "transformer"):
+        raise ConfigError(f"`pretrain {args.objective}` trains our Transformer (--encoder transformer); "
+                          f"to continue from a pretrained model use --init {args.encoder}")
+    cfg = _load(pretrain_transformer.PretrainTransformerConfig, args, overrides, args.objective,
+                {"objective": args.objective, "data.corpus": args.corpus, "init": args.init})
+    print(json.dumps(pretrain_transformer.run(cfg), indent=2))
 
 
 def cmd_finetune(args, overrides) -> None:
-    from transferlab.recipes import ulmfit
+    from transferlab.recipes import finetune
+    from transferlab.recipes.backbone import family
 
-    cfg = _load(ulmfit.FinetuneConfig, args, overrides, "finetune",
+    # the encoder family's defaults (configs/defaults_<family>.toml) go under the user's preset
+    encoder = args.encoder or _override(overrides, "encoder") or "awd_lstm"
+    defaults = PRESET_DIR / f"defaults_{family(encoder)}.toml"
+    cfg = _load(finetune.FinetuneConfig, args, overrides, "finetune",
                 {"data.task": args.task, "data.train": args.train, "data.valid": args.valid,
-                 "data.test": args.test, "data.text_col": args.text_col, "data.label_col": args.label_col,
-                 "data.train_size": args.labels, "pretrained": args.pretrained})
-    print(json.dumps(ulmfit.run(cfg), indent=2))
+                 "data.test": args.test, "data.text_col": args.text_col, "data.text_b_col": args.text_b_col,
+                 "data.label_col": args.label_col, "data.tags": args.tags, "data.train_size": args.labels,
+                 "pretrained": args.pretrained, "encoder": args.encoder},
+                defaults=read_toml(defaults) if defaults.exists() else None)
+    print(json.dumps(finetune.run(cfg), indent=2))
+
+
+def _override(overrides: list[str], key: str) -> str | None:
+    """The value of ``--key=value`` among the dotted overrides, if given."""
+    for flag in overrides:
+        if flag.startswith(f"--{key}="):
+            return flag.split("=", 1)[1].strip('"')
+    return None
 
 
 def _examples(args):
@@ -129,21 +160,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data)
 
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
-    p.add_argument("objective", choices=["lm"], help="lm: next-word language model (AWD-LSTM)")
+    p.add_argument("objective", choices=["lm", "mlm", "clm"],
+                   help="lm: next-word language model (AWD-LSTM); mlm: masked LM (BERT-style Transformer); "
+                        "clm: causal LM (GPT-style Transformer)")
     p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
-    p.add_argument("--encoder", help="encoder architecture (awd_lstm)")
+    p.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; mlm, clm: transformer)")
+    p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
     _recipe_args(p)
     p.set_defaults(func=cmd_pretrain)
 
-    p = _parser("finetune", sub, "adapt a pretrained encoder to a labeled task (ULMFiT), or train from scratch")
+    p = _parser("finetune", sub, "adapt a pretrained encoder to a labeled task (texts, pairs or tagged words), "
+                                 "or train it from scratch")
     p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, ...")
     p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (data.train)")
     p.add_argument("--valid", help="your own validation file (data.valid)")
     p.add_argument("--test", help="your own test file (data.test)")
     p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
+    p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
     p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
+    p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
+    p.add_argument("--encoder", help="awd_lstm (default), transformer, or a Hugging Face model: minilm-l6, "
+                                     "a folder or a hub id (encoder)")
     p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
-    p.add_argument("--pretrained", help="a language-model checkpoint folder; omit to train from scratch")
+    p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
+                                        "mlm|clm for transformer); omit to train from scratch")
     _recipe_args(p)
     p.set_defaults(func=cmd_finetune)
 

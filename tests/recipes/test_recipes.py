@@ -11,7 +11,7 @@ import pytest
 
 from transferlab import cli
 from transferlab.config import load_config
-from transferlab.recipes import predict, pretrain_lm, ulmfit
+from transferlab.recipes import finetune, predict, pretrain_lm, ulmfit
 from transferlab.recipes.task_data import TaskDataConfig, read_examples
 
 WORDS = "good great fun loved fine bad awful boring dull waste the a movie film plot was it".split()
@@ -42,7 +42,7 @@ def lm(files):
 
 
 def _finetune_cfg(files, out, *extra):
-    return load_config(ulmfit.FinetuneConfig, "tiny",
+    return load_config(finetune.FinetuneConfig, "tiny",
                        ['data.task=""', f'data.train="{files / "train.tsv"}"', f'data.test="{files / "test.tsv"}"',
                         'data.text_col="review"', 'data.label_col="stars"', "train.progress=false",
                         "lm_finetune.train.progress=false", f'out="{out}"', *extra], kind="finetune")
@@ -55,9 +55,10 @@ def test_pretrain_reports_perplexities(lm):
 def test_ulmfit_pipeline_and_classifier_dropouts(files, lm, tmp_path):
     cfg = _finetune_cfg(files, tmp_path / "clf", f'pretrained="{lm["checkpoint"]}"', "awd_lstm.output_p=0.33",
                         "awd_lstm.weight_p=0.44")
-    summary = ulmfit.run(cfg)
+    summary = finetune.run(cfg)
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
-    model, vocab, labels, _ = ulmfit.load_classifier(summary["checkpoint"])
+    loaded = finetune.load_task_model(summary["checkpoint"])
+    model, labels = loaded.model, loaded.labels
     assert labels == ["bad", "good"]
     # the classifier trained with its own dropouts, recorded in its checkpoint; sizes stay the LM's
     assert model.encoder.cfg.output_p == 0.33 and model.encoder.cfg.weight_p == 0.44
@@ -78,7 +79,7 @@ def test_ulmfit_pipeline_and_classifier_dropouts(files, lm, tmp_path):
 
 
 def test_unseen_label_at_evaluation_is_named(files, tmp_path):
-    summary = ulmfit.run(_finetune_cfg(files, tmp_path / "scratch"))
+    summary = finetune.run(_finetune_cfg(files, tmp_path / "scratch"))
     assert not summary["pretrained"]
     bad = tmp_path / "odd.tsv"
     _write_task(bad, [("good fun", "good"), ("so so", "meh")])

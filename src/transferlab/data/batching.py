@@ -14,18 +14,22 @@ from collections.abc import Sequence
 import torch
 
 
+def pad_rows(seqs: Sequence[Sequence[int]], width: int, value: int) -> torch.Tensor:
+    """Lists of ints -> a (B, width) long tensor, right-padded with ``value`` (rows cut at width)."""
+    out = torch.full((len(seqs), width), value, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        n = min(len(s), width)
+        out[i, :n] = torch.as_tensor(s[:n], dtype=torch.long)
+    return out
+
+
 def pad_batch(seqs: Sequence[Sequence[int]], pad_id: int = 0, max_len: int | None = None
               ) -> dict[str, torch.Tensor]:
     """Right-pad token-id lists into ``ids (B,T)`` and ``mask (B,T)`` (True = real token)."""
-    if max_len is not None:
-        seqs = [s[:max_len] for s in seqs]
-    width = max(1, max(len(s) for s in seqs))
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.bool)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.as_tensor(s, dtype=torch.long)
-        mask[i, : len(s)] = True
-    return {"ids": ids, "mask": mask}
+    lengths = [min(len(s), max_len or len(s)) for s in seqs]
+    width = max(1, max(lengths))
+    mask = torch.arange(width)[None, :] < torch.as_tensor(lengths)[:, None]
+    return {"ids": pad_rows(seqs, width, pad_id), "mask": mask}
 
 
 def bucket_order(lengths: Sequence[int], batch_size: int, *, seed: int = 0, epoch: int = 0,
@@ -54,14 +58,18 @@ def bucket_order(lengths: Sequence[int], batch_size: int, *, seed: int = 0, epoc
 class Batches:
     """Restartable, deterministic batches over encoded examples, with ``len()`` for progress.
 
-    ``extra`` maps a batch key to one value per example (labels, ...), stacked as a tensor.
+    ``extra`` maps a batch key to one value per example (labels, ...), stacked as a tensor;
+    ``seq_extra`` maps a key to (one sequence per example, aligned with ``seqs``, and its pad
+    value): ``type_ids``, per-position ``labels``, a pair's swapped ``ids_swapped``, padded like ids.
     """
 
     def __init__(self, seqs: Sequence[Sequence[int]], batch_size: int, *, pad_id: int = 0,
                  extra: dict[str, Sequence] | None = None, shuffle: bool = True, seed: int = 0,
-                 epoch: int = 0, max_len: int | None = None, drop_last: bool = False):
+                 epoch: int = 0, max_len: int | None = None, drop_last: bool = False,
+                 seq_extra: dict[str, tuple[Sequence[Sequence[int]], int]] | None = None):
         self.seqs, self.batch_size, self.pad_id = seqs, batch_size, pad_id
         self.extra, self.shuffle, self.seed, self.epoch = extra or {}, shuffle, seed, epoch
+        self.seq_extra = seq_extra or {}
         self.max_len, self.drop_last = max_len, drop_last
 
     def order(self) -> list[list[int]]:
@@ -81,5 +89,7 @@ class Batches:
             batch = pad_batch([self.seqs[i] for i in index], self.pad_id, self.max_len)
             for key, values in self.extra.items():
                 batch[key] = torch.as_tensor([values[i] for i in index])
+            for key, (values, pad) in self.seq_extra.items():
+                batch[key] = pad_rows([values[i] for i in index], batch["ids"].size(1), pad)
             batch["index"] = torch.as_tensor(index)
             yield batch

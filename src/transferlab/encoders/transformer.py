@@ -137,6 +137,7 @@ class Transformer(nn.Module):
             raise ValueError("TransformerConfig.vocab_size must be set (>= 1) to build a Transformer")
         self.cfg = cfg
         self.dim = cfg.dim
+        self.takes_type_ids = cfg.type_vocab_size > 0
         self.embedding = nn.Embedding(cfg.vocab_size, cfg.dim)  # named as AWD-LSTM's, for weight tying
         self.position = nn.Embedding(cfg.max_len, cfg.dim)
         self.type_embedding = nn.Embedding(cfg.type_vocab_size, cfg.dim) if cfg.type_vocab_size else None

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from transferlab.config import load_config, write_json
-from transferlab.recipes import pretrain_lm, ulmfit
+from transferlab.recipes import finetune, pretrain_lm
 from transferlab.recipes.common import log
 
 
@@ -52,11 +52,11 @@ def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000) 
         pretrain_lm.run(lm_cfg)
 
     common = [f"data.train_size={labels}", f'lm_finetune.out="{out / "lm-sst2"}"']
-    ulm_cfg = load_config(ulmfit.FinetuneConfig, clf_preset, common + [
+    ulm_cfg = load_config(finetune.FinetuneConfig, clf_preset, common + [
         f'pretrained="{out / "lm-ptb" / "best"}"', f'out="{out / "ulmfit"}"'], kind="finetune")
-    scratch_cfg = load_config(ulmfit.FinetuneConfig, clf_preset, common + [f'out="{out / "scratch"}"'],
+    scratch_cfg = load_config(finetune.FinetuneConfig, clf_preset, common + [f'out="{out / "scratch"}"'],
                               kind="finetune")
-    results = {"ulmfit": ulmfit.run(ulm_cfg), "scratch": ulmfit.run(scratch_cfg)}
+    results = {"ulmfit": finetune.run(ulm_cfg), "scratch": finetune.run(scratch_cfg)}
 
     rows = [("ULMFiT", results["ulmfit"]["test_accuracy"]), ("from scratch", results["scratch"]["test_accuracy"])]
     print(f"\nSST-2 test accuracy with {labels:,} labels (AWD-LSTM, {preset} preset)")

@@ -1,8 +1,10 @@
-"""A labeled text-classification task from a catalog name or the user's own files.
+"""A labeled task from a catalog name or the user's own files: texts, text pairs or tagged words.
 
-``TaskDataConfig(task="sst2")`` or ``TaskDataConfig(train="my.tsv", text_col="review",
-label_col="stars")``. Labels are strings, mapped to ids in sorted order and stored with the
-model, so a label the model never saw is caught by name at evaluation time.
+``TaskDataConfig(task="sst2")``, ``TaskDataConfig(train="my.tsv", text_col="review",
+label_col="stars")``, a pair file with ``text_col="premise", text_b_col="hypothesis"``, or a
+CoNLL/CoNLL-U file (``train="ner.conll"``, ``tags="ner"``). Labels are strings, mapped to ids in
+sorted order and stored with the model, so a label the model never saw is caught by name at
+evaluation time.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from transferlab.data import catalog
 from transferlab.data.errors import DataError
-from transferlab.data.examples import TextExample
+from transferlab.data.examples import PairExample, TaggedSentence, TextExample
+
+Example = TextExample | PairExample | TaggedSentence
 
 
 @dataclass(frozen=True)
@@ -24,7 +29,9 @@ class TaskDataConfig:
     valid: str = ""
     test: str = ""
     text_col: str = "text"  # column name, or a 0-based index written as a string ("0")
+    text_b_col: str = ""  # a pair task's second text column (text_col is the first)
     label_col: str = "label"
+    tags: str = ""  # tag column of tagging data: conll2003 ner|chunk|pos, ud-ewt upos|xpos|deprels
     header: Literal["auto", "yes", "no"] = "auto"
     train_size: int = 0  # number of labeled training examples used; 0 = all
     subset_seed: int = 0  # which random subset; subsets of one seed are nested
@@ -51,18 +58,25 @@ def _column(value: str) -> str | int:
     return int(value) if value.isdigit() else value
 
 
-def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[TextExample]:
-    if path:
-        header = _header(cfg)
-        examples = list(catalog.load_examples(path, split, text_col=_column(cfg.text_col),
-                                              label_col=_column(cfg.label_col), header=header))
-    else:
-        examples = list(catalog.load_examples(cfg.task, split))
+def _options(cfg: TaskDataConfig, path: str) -> dict:
+    tags = {"tags": _column(cfg.tags)} if cfg.tags else {}
+    if not path:
+        return tags
+    if Path(path).suffix.lower() in (".conll", ".conllu"):
+        return tags
+    cols = {"label_col": _column(cfg.label_col), "header": _header(cfg)}
+    if cfg.text_b_col:
+        return cols | {"a_col": _column(cfg.text_col), "b_col": _column(cfg.text_b_col)}
+    return cols | {"text_col": _column(cfg.text_col)}
+
+
+def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[Example]:
+    examples = list(catalog.load_examples(path or cfg.task, split, **_options(cfg, path)))
     for i, ex in enumerate(examples):
-        if not isinstance(ex, TextExample):
+        if not isinstance(ex, (TextExample, PairExample, TaggedSentence)):
             raise DataError(path or cfg.task, None, None,
-                            f"expected single-text examples, got {type(ex).__name__}")
-        if ex.label is None:
+                            f"expected texts, text pairs or tagged sentences, got {type(ex).__name__}")
+        if not isinstance(ex, TaggedSentence) and ex.label is None:
             raise DataError(path or cfg.task, i + 1, cfg.label_col, "label missing")
     return examples
 
@@ -71,8 +85,7 @@ def task_texts(cfg: TaskDataConfig, split: str, path: str = "") -> Iterable[str]
     """The texts of a task split (labels unused), streamed: a user's file is read with the
     task's columns, a catalog task through :func:`catalog.corpus`."""
     if path:
-        header = _header(cfg)
-        return catalog.corpus(path, split, text_col=_column(cfg.text_col), header=header)
+        return catalog.corpus(path, split, **{k: v for k, v in _options(cfg, path).items() if k != "label_col"})
     return catalog.corpus(cfg.task, split)
 
 
@@ -83,7 +96,7 @@ def nested_subset(n_total: int, size: int, seed: int) -> list[int]:
     return sorted(order[: size or n_total])
 
 
-def load_task(cfg: TaskDataConfig) -> dict[str, list[TextExample]]:
+def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
     """Train (subset), valid and test examples; valid is held out of train if absent."""
     splits = catalog.splits(cfg.task) if cfg.task and not cfg.train else ["train"]
     train = read_examples(cfg, "train", cfg.train)
@@ -105,7 +118,7 @@ def load_task(cfg: TaskDataConfig) -> dict[str, list[TextExample]]:
     return {"train": train, "valid": valid, "test": test}
 
 
-def label_ids(labels: list[str], examples: list[TextExample], where: str) -> list[int]:
+def label_ids(labels: list[str], examples: list[Example], where: str) -> list[int]:
     """Map string labels to ids; a label outside ``labels`` is an error that names it."""
     index = {label: i for i, label in enumerate(labels)}
     out = []

@@ -1,0 +1,188 @@
+"""The encoder a task model is built on, with how it reads text: one object per encoder family.
+
+``transferlab finetune --encoder NAME`` takes the same flags whatever NAME is:
+
+- ``awd_lstm``: ULMFiT's word-level AWD-LSTM, from a ``pretrain lm`` checkpoint (``--pretrained``,
+  through target-task LM fine-tuning, :mod:`transferlab.recipes.ulmfit`) or from scratch;
+- ``transformer``: our Transformer, from a ``pretrain mlm|clm`` checkpoint (``--pretrained``) or
+  from scratch with a WordPiece/BPE tokenizer trained on the task's text;
+- anything else: a pretrained Hugging Face model (``minilm-l6``, a folder, a hub id), through
+  :func:`transferlab.encoders.hf.load_pretrained`.
+
+A :class:`Backbone` carries the encoder, a text -> ids function, a words -> (pieces, first-piece
+positions) function, the :class:`~transferlab.tasks.inputs.Framing` of the family (BERT's
+``[CLS] a [SEP] b [SEP]``, GPT's start/delimiter/extract, the LSTM's words), and the files a
+checkpoint needs to rebuild all of it without the original source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch import nn
+
+from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.config import from_dict, to_dict
+from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.transformer import Transformer, TransformerConfig
+from transferlab.recipes.common import TextConfig, log, tokenizer
+from transferlab.tasks.inputs import Framing
+from transferlab.text.subword import SubwordTokenizer, train_tokenizer
+from transferlab.text.vocab import Vocab
+
+FAMILIES = ("awd_lstm", "transformer")  # anything else names a pretrained Hugging Face model
+
+
+@dataclass(frozen=True)
+class SubwordConfig:
+    """The tokenizer trained for a Transformer built from scratch."""
+
+    kind: Literal["wordpiece", "bpe"] = "wordpiece"
+    vocab_size: int = 8000
+    min_freq: int = 2
+
+
+@dataclass
+class Backbone:
+    encoder: nn.Module
+    family: str  # awd_lstm | transformer | hf
+    framing: Framing
+    pad_id: int
+    texts: Callable[[list[str]], list[list[int]]]  # texts -> ids, no specials
+    words: Callable[[Sequence[str]], tuple[list[int], list[int]]]  # words -> pieces, first-piece positions
+    files: dict  # tokenization and encoder description, for the checkpoint
+    causal: bool = False
+    pretrained: bool = False
+    pooler: dict[str, torch.Tensor] | None = None
+
+
+def family(encoder: str) -> str:
+    return encoder if encoder in FAMILIES else "hf"
+
+
+# --- word level (AWD-LSTM) -------------------------------------------------------------------
+
+def word_backbone(encoder: AWDLSTM, vocab: Vocab, text: TextConfig, max_len: int | None,
+                  pretrained: bool) -> Backbone:
+    tok = tokenizer(text)
+    norm = str.lower if text.lower else (lambda w: w)
+
+    def texts(batch: list[str]) -> list[list[int]]:
+        return [vocab.encode(tok(t)) or [vocab.unk_id] for t in batch]
+
+    def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
+        return vocab.encode([norm(w) for w in ws]), list(range(len(ws)))
+
+    files = {"vocab": vocab.to_dict(), "encoder": {"name": "awd_lstm", "config": to_dict(encoder.cfg)}}
+    return Backbone(encoder, "awd_lstm", Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
+                    texts, words, files, causal=True, pretrained=pretrained)
+
+
+# --- subword level (our Transformer, Hugging Face models) --------------------------------------
+
+def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int) -> Framing:
+    ids = tok.ids
+    if causal:
+        start = ids.get("bos", ids.get("cls", ids.get("eos")))
+        delim = ids.get("sep", ids.get("eos"))
+        return Framing.gpt(start, delim, ids.get("eos", delim), max_len)
+    missing = [r for r in ("cls", "sep") if r not in ids]
+    if missing:
+        raise ValueError(f"the tokenizer has no {' or '.join(missing)} token, needed for BERT-style input")
+    return Framing.bert(ids["cls"], ids["sep"], max_len)
+
+
+def subword_backbone(encoder: nn.Module, tok: SubwordTokenizer, fam: str, files: dict, causal: bool,
+                     max_len: int, pretrained: bool, pooler=None) -> Backbone:
+    files = {"tokenizer": tok.to_dict(), **files}
+    return Backbone(encoder, fam, subword_framing(tok, causal, max_len), tok.pad_id, tok.encode_batch,
+                    tok.encode_words, files, causal=causal, pretrained=pretrained, pooler=pooler)
+
+
+def limit(data_max_len: int, model_max_len: int) -> int:
+    return min(data_max_len, model_max_len) if data_max_len else model_max_len
+
+
+def load_encoder_weights(encoder: nn.Module, path: str | Path) -> None:
+    """The ``encoder.*`` weights of a pretraining checkpoint (its objective's heads left out)."""
+    holder = nn.Module()
+    holder.encoder = encoder
+    missing, _ = load_weights(holder, path, strict=False)
+    if missing:
+        raise ValueError(f"{path}: the checkpoint lacks encoder weights {missing[:3]} ...; "
+                         f"is it a checkpoint of this encoder?")
+
+
+def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained: str, train_text: Iterable[str],
+                         lower: bool, data_max_len: int) -> Backbone:
+    if pretrained:
+        ckpt = load_checkpoint(pretrained)
+        if "tokenizer" not in ckpt.files or "transformer" not in ckpt.config:
+            raise ValueError(f"{pretrained}: not a Transformer pretraining checkpoint "
+                             f"(no tokenizer.json or transformer config)")
+        tok = SubwordTokenizer.from_dict(ckpt.files["tokenizer"], f"{pretrained}/tokenizer.json")
+        cfg = from_dict(TransformerConfig, ckpt.config["transformer"], "transformer.")
+        encoder = Transformer(cfg)
+        load_encoder_weights(encoder, pretrained)
+    else:
+        tok = train_tokenizer(train_text, sub.kind, sub.vocab_size, sub.min_freq, lower=lower)
+        log(f"trained a {sub.kind} tokenizer of {tok.vocab_size:,} pieces on the task's text")
+        cfg = dataclasses.replace(cfg, vocab_size=tok.vocab_size, pad_id=tok.pad_id)
+        encoder = Transformer(cfg)
+    files = {"encoder": {"name": "transformer", "config": to_dict(cfg)}}
+    return subword_backbone(encoder, tok, "transformer", files, cfg.causal, limit(data_max_len, cfg.max_len),
+                            pretrained=bool(pretrained))
+
+
+def hf_backbone(name: str, data_max_len: int) -> Backbone:
+    from transferlab.encoders.hf import load_pretrained
+
+    p = load_pretrained(name)
+    if p.native:
+        cfg = p.encoder.cfg
+        files = {"encoder": {"name": "transformer", "config": to_dict(cfg), "source": p.source}}
+        model_max = cfg.max_len
+    else:
+        files = {"encoder": {"name": "hf", "hf_config": p.hf_config, "source": p.source}}
+        model_max = int(p.hf_config.get("max_position_embeddings") or p.hf_config.get("n_positions") or 512)
+    log(f"{name}: {'our Transformer with its weights' if p.native else 'Hugging Face AutoModel'}, "
+        f"{sum(t.numel() for t in p.encoder.parameters()):,} parameters")
+    return subword_backbone(p.encoder, p.tokenizer, "hf", files, p.causal, limit(data_max_len, model_max),
+                            pretrained=True, pooler=p.pooler)
+
+
+def rebuild_encoder(files: dict) -> nn.Module:
+    """An encoder of the shape a task checkpoint describes (weights loaded by the caller)."""
+    spec = files["encoder"]
+    if spec["name"] == "awd_lstm":
+        return AWDLSTM(from_dict(AWDLSTMConfig, spec["config"], "awd_lstm."))
+    if spec["name"] == "transformer":
+        return Transformer(from_dict(TransformerConfig, spec["config"], "transformer."))
+    from transformers import AutoConfig, AutoModel
+
+    from transferlab.encoders.hf import HFEncoder
+
+    config = dict(spec["hf_config"])
+    return HFEncoder(AutoModel.from_config(AutoConfig.for_model(config.pop("model_type"), **config)))
+
+
+def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbone:
+    """The backbone of a saved task model: its encoder's shape and its tokenization."""
+    encoder = rebuild_encoder(files)
+    spec = files["encoder"]
+    if spec["name"] == "awd_lstm":
+        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True)
+    tok = SubwordTokenizer.from_dict(files["tokenizer"])
+    causal = bool(getattr(getattr(encoder, "cfg", None), "causal", False))
+    if spec["name"] == "hf":
+        causal = spec["hf_config"].get("model_type") in ("gpt2",)
+        model_max = int(spec["hf_config"].get("max_position_embeddings") or 512)
+    else:
+        model_max = encoder.cfg.max_len
+    return subword_backbone(encoder, tok, spec["name"], {k: files[k] for k in ("encoder",)}, causal,
+                            limit(data_max_len, model_max), pretrained=True)

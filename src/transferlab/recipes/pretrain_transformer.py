@@ -1,0 +1,211 @@
+"""``transferlab pretrain mlm|clm``: BERT- and GPT-style pretraining of our Transformer on any corpus.
+
+- ``mlm`` (Devlin et al. 2019): a WordPiece tokenizer trained on the corpus (or the tokenizer of
+  ``--init``), the token stream packed into ``[CLS] ... [SEP]`` windows of ``max_len`` (RoBERTa's
+  full-sentence packing, Liu et al. 2019) and masked afresh in every batch (15%, 80/10/10,
+  :func:`~transferlab.pretrain.mlm.mask_tokens`). With ``mlm.nsp=true`` the inputs are instead
+  sentence pairs ``[CLS] a [SEP] b [SEP]`` from :func:`~transferlab.pretrain.mlm.nsp_pairs` (a corpus
+  line is a document, split into sentences at ., ! and ?), and the NSP loss is added.
+- ``clm`` (Radford et al. 2018): a byte-level BPE tokenizer, a causal Transformer, next-token loss
+  over contiguous windows of the stream.
+- ``--init ENCODER`` continues pretraining a pretrained BERT-shaped model (``minilm-l6``) on new
+  text with a fresh MLM head: target-domain LM fine-tuning for Transformers.
+
+The checkpoint keeps the tokenizer and the resolved Transformer config, which is what
+``transferlab finetune --encoder transformer --pretrained DIR`` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import time
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from transferlab.config import to_dict, write_json
+from transferlab.data import catalog
+from transferlab.data.batching import Batches
+from transferlab.encoders.transformer import Transformer, TransformerConfig
+from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
+from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
+from transferlab.recipes.backbone import SubwordConfig, subword_framing
+from transferlab.recipes.common import log
+from transferlab.text.subword import SubwordTokenizer, train_tokenizer
+from transferlab.train import TrainConfig, fit
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    corpus: str = "sotu,shakespeare"  # catalog names or paths, comma-separated
+    valid_split: str = "valid"
+    batch_size: int = 32
+    lower: bool = True
+
+
+@dataclass(frozen=True)
+class MLMConfig:
+    p: float = 0.15  # the share of tokens selected for prediction
+    nsp: bool = False  # sentence pairs and next-sentence prediction (BERT) instead of packed windows
+
+
+@dataclass(frozen=True)
+class PretrainTransformerConfig:
+    objective: Literal["mlm", "clm"] = "mlm"
+    data: CorpusConfig = field(default_factory=CorpusConfig)
+    init: str = ""  # continue from a pretrained model (minilm-l6, a folder, a hub id); mlm only
+    subword: SubwordConfig = field(default_factory=lambda: SubwordConfig(vocab_size=16000))
+    transformer: TransformerConfig = field(default_factory=lambda: TransformerConfig(max_len=128))
+    mlm: MLMConfig = field(default_factory=MLMConfig)
+    train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=5e-4, steps=1000, schedule="linear",
+                                                                    warmup=0.06, beta2=0.98, clip=1.0))
+    out: str = "runs/mlm"
+
+    def __post_init__(self):
+        if self.init and self.objective != "mlm":
+            raise ValueError("init= continues masked-LM pretraining: use it with `pretrain mlm`")
+
+
+def token_stream(lines: Iterable[str], tok: SubwordTokenizer, sep: int, chunk: int = 256) -> torch.Tensor:
+    """Every line's pieces followed by ``sep``, encoded in batches, into one int64 tensor."""
+    buf, batch = array("q"), []
+
+    def flush():
+        for ids in tok.encode_batch(batch):
+            buf.extend(ids)
+            buf.append(sep)
+        batch.clear()
+
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            flush()
+    flush()
+    return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
+
+
+def packed_windows(stream: torch.Tensor, width: int, cls: int, sep: int) -> list[list[int]]:
+    """``[CLS] w [SEP]`` for consecutive windows ``w`` of ``width - 2`` tokens."""
+    n = width - 2
+    return [[cls, *stream[i:i + n].tolist(), sep] for i in range(0, len(stream) - n // 2, n)]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def nsp_examples(lines: Iterable[str], tok: SubwordTokenizer, max_len: int, seed: int) -> tuple[list, list, list]:
+    """BERT's pair inputs: ids, type ids and NSP labels (0 = the true next sentence)."""
+    docs = [[s for s in _SENTENCE_END.split(line) if s.strip()] for line in lines]
+    pairs = nsp_pairs(docs, seed=seed)
+    framing = subword_framing(tok, causal=False, max_len=max_len)
+    a = tok.encode_batch([p[0] for p in pairs])
+    b = tok.encode_batch([p[1] for p in pairs])
+    encoded = [framing.pair(x, y) for x, y in zip(a, b)]
+    return [e.ids for e in encoded], [e.type_ids for e in encoded], [p[2] for p in pairs]
+
+
+class MaskedBatches:
+    """Padded batches of sequences, masked afresh each epoch (dynamic masking), deterministic in
+    (seed, epoch, batch): a resumed run sees the same corruption."""
+
+    def __init__(self, seqs, batch_size: int, tok: SubwordTokenizer, p: float, *, seed: int, epoch: int,
+                 shuffle: bool = True, type_ids=None, nsp_labels=None):
+        extra = {"nsp_labels": nsp_labels} if nsp_labels is not None else None
+        seq_extra = {"type_ids": (type_ids, 0)} if type_ids is not None else None
+        self.batches = Batches(seqs, batch_size, pad_id=tok.pad_id, extra=extra, seq_extra=seq_extra,
+                               shuffle=shuffle, seed=seed, epoch=epoch, drop_last=shuffle and len(seqs) > batch_size)
+        self.tok, self.p, self.seed, self.epoch = tok, p, seed, epoch
+        self.special_ids = torch.tensor(sorted(set(tok.ids.values())))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        g = torch.Generator()
+        for i, batch in enumerate(self.batches):
+            g.manual_seed(self.seed * 1_000_003 + self.epoch * 10_007 + i)
+            special = ~batch["mask"] | torch.isin(batch["ids"], self.special_ids)
+            batch["ids"], batch["labels"] = mask_tokens(batch["ids"], special, self.tok.ids["mask"],
+                                                        self.tok.vocab_size, self.p, generator=g)
+            yield batch
+
+
+@torch.no_grad()
+def masked_loss(model, batches) -> float:
+    was = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total, n = 0.0, 0
+    for batch in batches:
+        total += float(mlm_loss(model, {k: v.to(device) for k, v in batch.items()}))
+        n += 1
+    model.train(was)
+    return total / max(n, 1)
+
+
+def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokenizer, Transformer]:
+    if cfg.init:
+        from transferlab.encoders.hf import load_pretrained
+
+        p = load_pretrained(cfg.init, native=True)
+        log(f"continuing from {cfg.init}: {sum(t.numel() for t in p.encoder.parameters()):,} parameters")
+        return p.tokenizer, p.encoder
+    kind = cfg.subword.kind if cfg.objective == "mlm" else "bpe"
+    log(f"training a {kind} tokenizer of {cfg.subword.vocab_size:,} pieces on {cfg.data.corpus}")
+    tok = train_tokenizer(catalog.corpus(cfg.data.corpus, "train"), kind, cfg.subword.vocab_size,
+                          cfg.subword.min_freq, lower=cfg.data.lower)
+    causal = cfg.objective == "clm"
+    enc_cfg = dataclasses.replace(cfg.transformer, vocab_size=tok.vocab_size, pad_id=tok.pad_id, causal=causal,
+                                  **({"norm": "pre", "embed_norm": False, "type_vocab_size": 0} if causal else {}))
+    return tok, Transformer(enc_cfg)
+
+
+def run(cfg: PretrainTransformerConfig) -> dict:
+    out = Path(cfg.out)
+    tok, encoder = tokenizer_and_encoder(cfg)
+    width, d, seed = encoder.cfg.max_len, cfg.data, cfg.train.seed
+    corpus = {s: catalog.corpus(d.corpus, s) for s in ("train", d.valid_split)}
+    if cfg.objective == "clm":
+        model = LanguageModel(encoder, tok.vocab_size, tie_weights=True)
+        streams = {s: token_stream(lines, tok, tok.ids.get("eos", tok.pad_id)) for s, lines in corpus.items()}
+        loss, metric = LMLoss(alpha=0.0, beta=0.0), "valid_ppl"
+        batches = lambda epoch: LMStream(streams["train"], d.batch_size, width, seed=seed, epoch=epoch,  # noqa: E731
+                                         variable=False)
+        evaluate = lambda m: {metric: perplexity(m, LMStream(streams[d.valid_split], 8, width, variable=False))}  # noqa: E731
+        n_tokens = len(streams["train"])
+    else:
+        model = MaskedLM(encoder, tok.vocab_size, nsp=cfg.mlm.nsp)
+        if cfg.mlm.nsp:
+            sets = {s: nsp_examples(lines, tok, width, seed) for s, lines in corpus.items()}
+            kw = {s: {"type_ids": v[1], "nsp_labels": v[2]} for s, v in sets.items()}
+            seqs = {s: v[0] for s, v in sets.items()}
+        else:
+            cls, sep = tok.ids["cls"], tok.ids["sep"]
+            seqs = {s: packed_windows(token_stream(lines, tok, sep), width, cls, sep) for s, lines in corpus.items()}
+            kw = {s: {} for s in seqs}
+        loss, metric = mlm_loss, "valid_mlm_loss"
+        batches = lambda epoch: MaskedBatches(seqs["train"], d.batch_size, tok, cfg.mlm.p, seed=seed,  # noqa: E731
+                                              epoch=epoch, **kw["train"])
+        evaluate = lambda m: {metric: masked_loss(m, MaskedBatches(  # noqa: E731
+            seqs[d.valid_split], 64, tok, cfg.mlm.p, seed=seed, epoch=0, shuffle=False, **kw[d.valid_split]))}
+        n_tokens = sum(len(s) for s in seqs["train"])
+    log(f"{cfg.objective}: {n_tokens:,} training tokens, {sum(p.numel() for p in model.parameters()):,} parameters")
+    start = time.perf_counter()
+    result = fit(model, loss, batches, cfg.train, evaluate=evaluate, metric=metric, mode="min", out_dir=out,
+                 config=to_dict(cfg) | {"transformer": to_dict(encoder.cfg)}, files={"tokenizer": tok.to_dict()})
+    wall = time.perf_counter() - start
+    summary = {metric: result.best, "wall_s": wall, "steps": result.step, "train_tokens": n_tokens,
+               "tokens_per_s": result.tokens_per_s, "vocab_size": tok.vocab_size,
+               "checkpoint": str(out / "best")}
+    if cfg.objective == "mlm":
+        summary["valid_mlm_ppl"] = math.exp(result.best) if result.best is not None else None
+    write_json(summary, out / "results.json")
+    log(f"best {metric} {result.best:.3f} ({wall:.0f} s)")
+    return summary

@@ -1,0 +1,77 @@
+"""Sequence labeling (NER, POS): a per-position linear head on any encoder.
+
+Words are labeled on their first subword (Devlin et al. 2019, section 5.3): the other positions
+and the specials carry ``IGNORE_INDEX`` and add nothing to the loss; a word-level encoder (an
+AWD-LSTM) has one position per word, so nothing is ignored but padding. Predictions are read back
+at each word's first position (``word_positions``) and mapped to the words; a word lost to
+truncation gets the fallback tag the caller chooses (and counts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transferlab.encoders.base import EncoderOutput
+from transferlab.tasks.classify import encode, to_device
+
+IGNORE_INDEX = -100
+
+__all__ = ["IGNORE_INDEX", "TokenTagger", "TaggerModel", "tag_loss", "position_labels", "predict_tags"]
+
+
+class TokenTagger(nn.Module):
+    """(B, T, D) hidden states -> dropout -> linear -> (B, T, n_tags) logits."""
+
+    def __init__(self, dim: int, n_tags: int, dropout: float = 0.1):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(dim, n_tags)
+
+    def forward(self, out: EncoderOutput, mask: torch.Tensor) -> torch.Tensor:
+        return self.out(self.drop(out.hidden.float()))
+
+
+class TaggerModel(nn.Module):
+    """``TaggerModel(encoder, head)(batch) -> logits (B, T, n_tags)``."""
+
+    def __init__(self, encoder: nn.Module, head: nn.Module):
+        super().__init__()
+        self.encoder, self.head = encoder, head
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        return self.head(encode(self.encoder, batch["ids"], batch["mask"], batch.get("type_ids")), batch["mask"])
+
+
+def tag_loss(model: nn.Module, batch: dict) -> torch.Tensor:
+    """Mean cross-entropy over the labeled positions (``labels (B, T)``, IGNORE_INDEX elsewhere)."""
+    logits = model(batch)  # (B, T, C)
+    return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
+
+
+def position_labels(length: int, positions: Sequence[int], tags: Sequence[int]) -> list[int]:
+    """A sequence of ``length`` labels: ``tags[i]`` at ``positions[i]``, IGNORE_INDEX elsewhere."""
+    out = [IGNORE_INDEX] * length
+    for p, t in zip(positions, tags):
+        out[p] = t
+    return out
+
+
+@torch.no_grad()
+def predict_tags(model: nn.Module, batches, positions: Sequence[Sequence[int]], n_words: Sequence[int],
+                 fallback: int, device: torch.device | str = "cpu") -> list[list[int]]:
+    """Tag ids per word, in the examples' original order; words past ``positions`` (cut by
+    truncation) get ``fallback``."""
+    was_training = model.training
+    model.eval()
+    out: list[list[int]] = [[] for _ in positions]
+    for batch in batches:
+        best = model(to_device(batch, device)).argmax(-1).cpu()  # (B, T)
+        for row, i in enumerate(batch["index"].tolist()):
+            tags = best[row, list(positions[i])].tolist() if positions[i] else []
+            out[i] = tags + [fallback] * (n_words[i] - len(tags))
+    model.train(was_training)
+    return out

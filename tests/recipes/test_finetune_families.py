@@ -1,0 +1,152 @@
+"""One command line for every encoder family and task shape: `transferlab finetune` on texts, text
+pairs and tagged words with --encoder awd_lstm, transformer (from scratch and from `pretrain mlm`)
+and minilm-l6; the checkpoint reloads and evaluates to the same figures; bad pair input is named."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from transferlab import cli
+from transferlab.data import catalog
+from transferlab.recipes import predict
+from transferlab.recipes.task_data import TaskDataConfig, read_examples
+
+GOOD, BAD = "good great fun loved fine".split(), "bad awful boring dull waste".split()
+FILL = "the a movie film plot was it".split()
+NAMES = "alice bob carol dave".split()
+
+
+def _sentence(rng, polar):
+    return " ".join(rng.sample(polar, 2) + rng.sample(FILL, 3))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("families")
+    rng = random.Random(0)
+    texts = [(_sentence(rng, GOOD), "pos") if i % 2 else (_sentence(rng, BAD), "neg") for i in range(64)]
+    for name, rows in (("cls_train", texts[:48]), ("cls_test", texts[48:])):
+        (d / f"{name}.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows), encoding="utf-8")
+    pairs = []
+    for i in range(64):  # paraphrase-like: same polarity = "1"
+        a, same = _sentence(rng, GOOD if i % 2 else BAD), i % 4 < 2
+        b = _sentence(rng, (GOOD if i % 2 else BAD) if same else (BAD if i % 2 else GOOD))
+        pairs.append((a, b, "1" if same else "0"))
+    for name, rows in (("pair_train", pairs[:48]), ("pair_test", pairs[48:])):
+        (d / f"{name}.tsv").write_text("s1\ts2\tlabel\n" + "".join(f"{a}\t{b}\t{y}\n" for a, b, y in rows),
+                                       encoding="utf-8")
+    sents = []
+    for _ in range(64):  # names are B-PER, a name after a name is I-PER
+        words = rng.sample(FILL, 3) + [rng.choice(NAMES), rng.choice(NAMES)] + rng.sample(FILL, 2)
+        tags = ["O"] * 3 + ["B-PER", "I-PER"] + ["O"] * 2
+        sents.append(list(zip(words, tags)))
+    for name, rows in (("tag_train", sents[:48]), ("tag_test", sents[48:])):
+        (d / f"{name}.conll").write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in s) for s in rows) + "\n",
+                                         encoding="utf-8")
+    return d
+
+
+TINY = ["--train.epochs=2", "--train.progress=false", "--lm_finetune.train.progress=false",
+        "--data.max_len=24", "--awd_lstm.dim=32", "--awd_lstm.hidden_dim=32", "--transformer.dim=32",
+        "--transformer.n_layers=2", "--transformer.n_heads=2", "--transformer.ffn_dim=64",
+        "--subword.vocab_size=200", "--subword.min_freq=1", "--data.batch_size=16"]
+SHAPES = {"cls": ["--text-col", "text"], "pair": ["--text-col", "s1", "--text-b-col", "s2"], "tag": []}
+SUFFIX = {"cls": "tsv", "pair": "tsv", "tag": "conll"}
+
+
+def _finetune(data, tmp_path, shape, encoder, *extra):
+    out = tmp_path / f"{shape}-{encoder}"
+    args = ["finetune", "--train", str(data / f"{shape}_train.{SUFFIX[shape]}"),
+            "--test", str(data / f"{shape}_test.{SUFFIX[shape]}"), *SHAPES[shape], "--encoder", encoder,
+            "--out", str(out), *TINY, *extra]
+    assert cli.main(args) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def _minilm():
+    pytest.importorskip("transformers")
+    try:
+        catalog.resolve("minilm-l6")
+    except Exception as e:
+        pytest.skip(f"minilm-l6 not available: {e}")
+    return "minilm-l6"
+
+
+@pytest.mark.parametrize("shape", ["cls", "pair", "tag"])
+@pytest.mark.parametrize("encoder", ["awd_lstm", "transformer", "minilm-l6"])
+def test_one_command_line_for_every_encoder_and_shape(data, tmp_path, shape, encoder):
+    if encoder == "minilm-l6":
+        _minilm()
+    summary = _finetune(data, tmp_path, shape, encoder)
+    assert summary["kind"] == {"cls": "classify", "pair": "classify", "tag": "tag"}[shape]
+    key = "test_entity_f1" if shape == "tag" else "test_accuracy"
+    assert 0.0 <= summary[key] <= 1.0 and summary["steps"] > 0
+    if shape == "pair":
+        assert "test_f1" in summary and "test_mcc" in summary
+
+
+def test_minilm_learns_to_tag_names_from_44_sentences(data, tmp_path):
+    _minilm()
+    summary = _finetune(data, tmp_path, "tag", "minilm-l6", "--train.lr=5e-4", "--train.epochs=4")
+    assert summary["test_entity_f1"] > 0.9
+
+
+def test_checkpoint_reloads_and_reproduces_its_test_figures(data, tmp_path):
+    _minilm()
+    summary = _finetune(data, tmp_path, "pair", "minilm-l6")
+    cfg = TaskDataConfig(task="", train=str(data / "pair_test.tsv"), text_col="s1", text_b_col="s2")
+    examples = read_examples(cfg, "test", cfg.train)
+    again = predict.evaluate(summary["checkpoint"], examples, "pair_test.tsv")
+    assert again["accuracy"] == pytest.approx(summary["test_accuracy"]) and again["n"] == 16
+    tagged = _finetune(data, tmp_path, "tag", "transformer")
+    sents = list(catalog.load_examples(str(data / "tag_test.conll"), "test"))
+    again = predict.evaluate(tagged["checkpoint"], sents, "tag_test.conll")
+    assert again["entity_f1"] == pytest.approx(tagged["test_entity_f1"])
+
+
+def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    rng = random.Random(1)
+    corpus.write_text("\n".join(_sentence(rng, GOOD if i % 2 else BAD) + " ." for i in range(200)) + "\n")
+    out = tmp_path / "mlm"
+    assert cli.main(["pretrain", "mlm", "--corpus", str(corpus), "--preset", "tiny", "--out", str(out),
+                     '--data.valid_split=train', "--train.progress=false"]) == 0
+    pre = json.loads((out / "results.json").read_text())
+    assert pre["valid_mlm_loss"] < 6.0 and pre["steps"] == 30  # below ln(400) = 6.0: it learned something
+    summary = _finetune(data, tmp_path, "cls", "transformer", "--pretrained", pre["checkpoint"])
+    assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
+
+
+def test_pretrain_clm_runs(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    rng = random.Random(2)
+    corpus.write_text("\n".join(_sentence(rng, GOOD) for _ in range(200)) + "\n")
+    out = tmp_path / "clm"
+    assert cli.main(["pretrain", "clm", "--corpus", str(corpus), "--preset", "tiny", "--out", str(out),
+                     '--data.valid_split=train', "--train.progress=false"]) == 0
+    pre = json.loads((out / "results.json").read_text())
+    assert 1.0 < pre["valid_ppl"] < pre["vocab_size"] / 2  # well below a uniform guess: it learned
+
+
+def test_pair_file_missing_its_second_text_names_file_line_and_field(data, tmp_path, capsys):
+    bad = tmp_path / "bad_pairs.tsv"
+    bad.write_text("s1\ts2\tlabel\ngood fun\tgreat film\t1\nboring plot\t\t0\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["finetune", "--train", str(bad), "--text-col", "s1", "--text-b-col", "s2", "--out",
+                  str(tmp_path / "x"), *TINY])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "bad_pairs.tsv, line 3, field 's2'" in err
+
+
+def test_long_input_is_truncated_and_counted(data, tmp_path, capsys):
+    long = tmp_path / "long.tsv"
+    rng = random.Random(3)
+    rows = [(" ".join(rng.choice(GOOD + FILL) for _ in range(60)), "pos") for _ in range(8)]
+    rows += [(" ".join(rng.choice(BAD + FILL) for _ in range(5)), "neg") for _ in range(8)]
+    long.write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows), encoding="utf-8")
+    summary = _finetune(data, tmp_path, "cls", "transformer", "--train", str(long), "--test", str(long))
+    assert summary["truncated"]["train"] >= 6  # the 60-word texts exceed 24 tokens
+    assert "cut to 24 tokens" in capsys.readouterr().err
