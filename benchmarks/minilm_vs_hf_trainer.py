@@ -6,7 +6,8 @@ Same examples (the first ``--rows`` SST-2 training rows), max length 64, batch 3
 with linear decay and no warm-up, no weight decay, gradient clipping at 1.0, one epoch, seed 0,
 2 threads: the Trainer's defaults, which transferlab is set to match. Both models are the same
 BERT (all-MiniLM-L6-v2 with a fresh 2-way head on the pooler). The Trainer runs twice: with its
-defaults (random batches, padded per batch) and with its own ``group_by_length=True``.
+defaults (random batches, padded per batch) and with its own ``group_by_length=True``
+(``train_sampling_strategy="group_by_length"`` in transformers 5).
 Throughput is training examples per second (the Trainer's ``train_samples_per_second``; ours
 from ``fit()``, training steps only, like the Trainer's ``train_runtime``), accuracy on SST-2's
 872 test sentences (GLUE dev).
@@ -20,7 +21,9 @@ Trainer stays at its fp32 default) and is reported separately, never as the head
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -49,6 +52,7 @@ def write_tsv(path: Path, rows) -> str:
 
 
 def ours(train: str, valid: str, test: str, out: Path, precision: str) -> dict:
+    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one
     defaults = read_toml(Path(finetune.__file__).parent.parent / "configs" / "defaults_hf.toml")
     cfg = load_config(finetune.FinetuneConfig, None, [
         'encoder="minilm-l6"', f'data.train="{train}"', f'data.valid="{valid}"', f'data.test="{test}"',
@@ -73,10 +77,15 @@ def hf_trainer(rows, test_rows, out: Path, group_by_length: bool) -> dict:
         return [{"input_ids": i, "attention_mask": m, "token_type_ids": ty, "labels": int(y)}
                 for i, m, ty, (_, y) in zip(enc["input_ids"], enc["attention_mask"], enc["token_type_ids"], pairs)]
 
+    # transformers 5 spells group_by_length=True as train_sampling_strategy="group_by_length"
+    if "train_sampling_strategy" in inspect.signature(TrainingArguments.__init__).parameters:
+        grouping = {"train_sampling_strategy": "group_by_length" if group_by_length else "random"}
+    else:
+        grouping = {"group_by_length": group_by_length}
     args = TrainingArguments(output_dir=str(out), per_device_train_batch_size=BATCH, per_device_eval_batch_size=64,
                              learning_rate=LR, num_train_epochs=1, seed=SEED, report_to=[], save_strategy="no",
-                             logging_steps=50, use_cpu=True, group_by_length=group_by_length,
-                             dataloader_num_workers=0, disable_tqdm=True)
+                             logging_steps=50, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+                             **grouping)
     trainer = Trainer(model=model, args=args, train_dataset=encode(rows),
                       data_collator=DataCollatorWithPadding(tok))
     metrics = trainer.train().metrics

@@ -119,7 +119,9 @@ def load_encoder_weights(encoder: nn.Module, path: str | Path) -> None:
 
 
 def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained: str, train_text: Iterable[str],
-                         lower: bool, data_max_len: int) -> Backbone:
+                         lower: bool, data_max_len: int, reinit: bool = False) -> Backbone:
+    if reinit and not pretrained:
+        raise ValueError("reinit=true needs --pretrained: it keeps that checkpoint's tokenizer and shape")
     if pretrained:
         ckpt = load_checkpoint(pretrained)
         if "tokenizer" not in ckpt.files or "transformer" not in ckpt.config:
@@ -128,7 +130,10 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
         tok = SubwordTokenizer.from_dict(ckpt.files["tokenizer"], f"{pretrained}/tokenizer.json")
         cfg = from_dict(TransformerConfig, ckpt.config["transformer"], "transformer.")
         encoder = Transformer(cfg)
-        load_encoder_weights(encoder, pretrained)
+        if reinit:
+            log(f"{pretrained}: its tokenizer and shape, random weights (reinit=true)")
+        else:
+            load_encoder_weights(encoder, pretrained)
     else:
         tok = train_tokenizer(train_text, sub.kind, sub.vocab_size, sub.min_freq, lower=lower)
         log(f"trained a {sub.kind} tokenizer of {tok.vocab_size:,} pieces on the task's text")
@@ -136,7 +141,7 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
         encoder = Transformer(cfg)
     files = {"encoder": {"name": "transformer", "config": to_dict(cfg)}}
     return subword_backbone(encoder, tok, "transformer", files, cfg.causal, limit(data_max_len, cfg.max_len),
-                            pretrained=bool(pretrained))
+                            pretrained=bool(pretrained) and not reinit)
 
 
 def hf_backbone(name: str, data_max_len: int) -> Backbone:

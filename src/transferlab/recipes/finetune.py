@@ -64,6 +64,9 @@ class FinetuneConfig:
     text: TextConfig = field(default_factory=TextConfig)
     encoder: str = "awd_lstm"  # awd_lstm | transformer | a Hugging Face model (minilm-l6, folder, hub id)
     pretrained: str = ""  # awd_lstm: an LM checkpoint; transformer: an MLM/CLM one; "" = from scratch
+    # transformer: keep the pretrained checkpoint's tokenizer and shape but start from random
+    # weights: the from-scratch control of a transfer experiment, differing only in the weights
+    reinit: bool = False
     # the classifier's AWD-LSTM: its dropouts apply in both cases (the LM stage keeps the
     # checkpoint's), its sizes only from scratch (a pretrained encoder keeps its own). fastai's
     # classifier rates; its output_p is the head's input dropout (head.input_p), so 0 here.
@@ -122,7 +125,9 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
         return bb.hf_backbone(cfg.encoder, cfg.data.max_len)
     if fam == "transformer":
         return bb.transformer_backbone(cfg.transformer, cfg.subword, cfg.pretrained, all_texts(data["train"]),
-                                       cfg.text.lower, cfg.data.max_len)
+                                       cfg.text.lower, cfg.data.max_len, reinit=cfg.reinit)
+    if cfg.reinit:
+        raise ValueError(f"reinit=true applies to --encoder transformer, not {cfg.encoder}")
     max_len = cfg.data.max_len or None
     if cfg.pretrained:
         lm, old_vocab = load_lm(cfg.pretrained)
