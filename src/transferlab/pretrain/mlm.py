@@ -92,9 +92,13 @@ class MaskedLM(nn.Module):
         self.pooler = nn.Sequential(nn.Linear(d, d), nn.Tanh()) if nsp else None
         self.nsp_head = nn.Linear(d, 2) if nsp else None
 
-    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, type_ids: torch.Tensor | None = None):
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, type_ids: torch.Tensor | None = None,
+                select: torch.Tensor | None = None):
+        """``select (B, T)`` bool: score only those positions, ``mlm_logits (N_selected, V)``; the
+        vocabulary projection of the other 85% would be thrown away by the loss anyway."""
         out = self.encoder(ids, mask, type_ids) if type_ids is not None else self.encoder(ids, mask)
-        logits = self.decoder(self.transform(out.hidden))  # (B, T, V)
+        hidden = out.hidden[select] if select is not None else out.hidden  # (N, D) or (B, T, D)
+        logits = self.decoder(self.transform(hidden))  # (N, V) or (B, T, V)
         nsp = self.nsp_head(self.pooler(out.hidden[:, 0])) if self.pooler is not None else None  # (B, 2)
         return logits, nsp
 
@@ -102,9 +106,10 @@ class MaskedLM(nn.Module):
 def mlm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """MLM cross-entropy over ``labels != IGNORE_INDEX``, plus NSP cross-entropy on
     ``nsp_labels`` when the batch has them (BERT sums the two)."""
-    logits, nsp = model(batch["ids"], batch.get("mask"), batch.get("type_ids"))
-    loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)).float(), batch["labels"].reshape(-1),
-                           ignore_index=IGNORE_INDEX)
+    select = batch["labels"] != IGNORE_INDEX
+    logits, nsp = model(batch["ids"], batch.get("mask"), batch.get("type_ids"), select=select)
+    # a batch with nothing selected (possible for tiny batches) contributes zero, not nan
+    loss = F.cross_entropy(logits.float(), batch["labels"][select]) if select.any() else logits.sum() * 0.0
     if "nsp_labels" in batch:
         if nsp is None:
             raise ValueError("mlm_loss: the batch has nsp_labels but the model has no NSP head (nsp=False)")

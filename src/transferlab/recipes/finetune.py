@@ -238,10 +238,11 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
                                              and b.family != "awd_lstm")
     name = cfg.data.task or cfg.data.train
     sets = {split: encode_examples(b, ex, kind, labels, both, f"{name} {split}") for split, ex in data.items()}
+    rule = ("words past the cut get the fallback tag" if kind == "tag" else
+            "longest text first" if isinstance(data["train"][0], PairExample) else "at the end")
     for split, enc in sets.items():
         if enc.n_cut:
-            log(f"{split}: {enc.n_cut:,} of {len(enc.seqs):,} sequences cut to {b.framing.max_len} tokens "
-                f"(pairs longest-first{', words past the cut get the fallback tag' if kind == 'tag' else ''})")
+            log(f"{split}: {enc.n_cut:,} of {len(enc.seqs):,} sequences cut to {b.framing.max_len} tokens ({rule})")
     model = build_model(cfg, b, kind, len(labels) if labels else 1)
     groups = list(b.encoder.layer_groups()) + [model.head]
     u = cfg.ulmfit
