@@ -118,7 +118,8 @@ def _examples(args):
     from transferlab.recipes.task_data import TaskDataConfig, load_task, read_examples
 
     if args.data:
-        cfg = TaskDataConfig(task="", train=args.data, text_col=args.text_col, label_col=args.label_col)
+        cfg = TaskDataConfig(task="", train=args.data, text_col=args.text_col, text_b_col=args.text_b_col or "",
+                             label_col=args.label_col, tags=args.tags or "")
         return read_examples(cfg, "test", args.data), args.data
     return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
 
@@ -187,13 +188,15 @@ def build_parser() -> argparse.ArgumentParser:
     _recipe_args(p)
     p.set_defaults(func=cmd_finetune)
 
-    p = _parser("evaluate", sub, "metrics of a trained classifier on labeled data")
-    p.add_argument("--model", required=True, help="a classifier checkpoint folder")
+    p = _parser("evaluate", sub, "metrics of a trained task model on labeled data")
+    p.add_argument("--model", required=True, help="a finetune checkpoint folder")
     p.add_argument("--task", default="sst2", help="a catalog task name")
     p.add_argument("--split", default="test")
     p.add_argument("--data", help="your own labeled file instead of a catalog task")
     p.add_argument("--text-col", default="text")
+    p.add_argument("--text-b-col", help="a pair file's second text column")
     p.add_argument("--label-col", default="label")
+    p.add_argument("--tags", help="tag column of a CoNLL file (ner, chunk, pos, upos ...)")
     p.set_defaults(func=cmd_evaluate)
 
     p = _parser("predict", sub, "labels and probabilities for new text, as JSON lines")

@@ -22,6 +22,7 @@ rows is refused, with both sizes.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from transferlab.encoders.base import EncoderOutput
 from transferlab.encoders.transformer import Transformer, TransformerConfig, bert_state_dict, gpt2_state_dict
 from transferlab.text.subword import SubwordTokenizer
 
-__all__ = ["HFEncoder", "Pretrained", "load_pretrained", "model_folder", "read_hf_weights"]
+__all__ = ["HFEncoder", "Pretrained", "is_causal", "load_pretrained", "model_folder", "read_hf_weights"]
 
 NATIVE = {"bert": bert_state_dict, "gpt2": gpt2_state_dict}
 
@@ -49,8 +50,14 @@ class Pretrained:
 
     @property
     def causal(self) -> bool:
-        return bool(getattr(getattr(self.encoder, "cfg", None), "causal", False)) or \
-            self.hf_config.get("model_type") in ("gpt2", "gpt_neo", "gptj", "llama", "mistral", "qwen2")
+        return is_causal(self.hf_config)
+
+
+def is_causal(config: dict) -> bool:
+    """Whether a Hugging Face ``config.json`` describes a left-to-right (GPT-style) model."""
+    heads = config.get("architectures") or []
+    return bool(config.get("is_decoder")) or config.get("model_type") == "gpt2" or \
+        any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in heads)
 
 
 class HFEncoder(nn.Module):
@@ -60,7 +67,7 @@ class HFEncoder(nn.Module):
         super().__init__()
         self.model = model
         self.dim = model.config.hidden_size
-        self.takes_type_ids = "token_type_ids" in model.forward.__code__.co_varnames
+        self.takes_type_ids = "token_type_ids" in inspect.signature(model.forward).parameters
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None,
                 type_ids: torch.Tensor | None = None) -> EncoderOutput:

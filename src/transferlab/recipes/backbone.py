@@ -144,6 +144,10 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
                             pretrained=bool(pretrained) and not reinit)
 
 
+def hf_max_len(config: dict) -> int:
+    return int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
+
+
 def hf_backbone(name: str, data_max_len: int) -> Backbone:
     from transferlab.encoders.hf import load_pretrained
 
@@ -154,7 +158,7 @@ def hf_backbone(name: str, data_max_len: int) -> Backbone:
         model_max = cfg.max_len
     else:
         files = {"encoder": {"name": "hf", "hf_config": p.hf_config, "source": p.source}}
-        model_max = int(p.hf_config.get("max_position_embeddings") or p.hf_config.get("n_positions") or 512)
+        model_max = hf_max_len(p.hf_config)
     log(f"{name}: {'our Transformer with its weights' if p.native else 'Hugging Face AutoModel'}, "
         f"{sum(t.numel() for t in p.encoder.parameters()):,} parameters")
     return subword_backbone(p.encoder, p.tokenizer, "hf", files, p.causal, limit(data_max_len, model_max),
@@ -183,11 +187,11 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
     if spec["name"] == "awd_lstm":
         return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True)
     tok = SubwordTokenizer.from_dict(files["tokenizer"])
-    causal = bool(getattr(getattr(encoder, "cfg", None), "causal", False))
     if spec["name"] == "hf":
-        causal = spec["hf_config"].get("model_type") in ("gpt2",)
-        model_max = int(spec["hf_config"].get("max_position_embeddings") or 512)
+        from transferlab.encoders.hf import is_causal
+
+        causal, model_max = is_causal(spec["hf_config"]), hf_max_len(spec["hf_config"])
     else:
-        model_max = encoder.cfg.max_len
+        causal, model_max = encoder.cfg.causal, encoder.cfg.max_len
     return subword_backbone(encoder, tok, spec["name"], {k: files[k] for k in ("encoder",)}, causal,
                             limit(data_max_len, model_max), pretrained=True)

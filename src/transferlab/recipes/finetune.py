@@ -279,7 +279,8 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
                  on_epoch_start=on_epoch_start if unfreeze else None,
                  evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items() if k != "per_type"},
                  out_dir=out, config=to_dict(cfg),
-                 files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both}})
+                 files={**b.files, "labels": labels,
+                        "task": {"kind": kind, "both_orders": both, "pairs": isinstance(data["train"][0], PairExample)}})
     wall = time.perf_counter() - start
     test = score(model, "test")
     summary = {f"test_{k}": v for k, v in test.items()} | {
@@ -312,6 +313,7 @@ class TaskPredictor:
     labels: list[str]
     kind: Kind
     both_orders: bool
+    pairs: bool  # trained on text pairs
     cfg: FinetuneConfig
 
     def encode(self, examples: list, where: str) -> Encoded:
@@ -348,4 +350,4 @@ def load_task_model(path: str | Path) -> TaskPredictor:
     model = build_model(cfg, b, task["kind"], len(labels) if labels else 1)
     load_weights(model, path)
     model.eval()
-    return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), cfg)
+    return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), cfg)

@@ -19,8 +19,9 @@ def predict(model_dir: str | Path, texts: Iterable[str], out) -> int:
     """Write one JSON line per text: its label and every label's probability (or the score of a
     regression model)."""
     p = load_task_model(model_dir)
-    if p.kind == "tag":
-        raise ValueError(f"{model_dir} is a tagger: `predict` takes texts for a classifier or regressor")
+    if p.kind == "tag" or p.pairs:
+        what = "a tagger" if p.kind == "tag" else "a text-pair model"
+        raise ValueError(f"{model_dir} is {what}: `predict` takes single texts; use `evaluate` on a file")
     texts = list(texts)
     outputs = p.outputs([TextExample(t) for t in texts])
     for text, row in zip(texts, outputs.tolist()):
