@@ -120,6 +120,21 @@ def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
 
 
+def test_continued_mlm_pretraining_of_minilm_then_finetune(data, tmp_path):
+    _minilm()
+    corpus = tmp_path / "reviews.txt"
+    rng = random.Random(4)
+    corpus.write_text("\n".join(_sentence(rng, GOOD + BAD) for _ in range(60)) + "\n")
+    out = tmp_path / "minilm-mlm"
+    assert cli.main(["pretrain", "mlm", "--init", "minilm-l6", "--corpus", str(corpus), "--out", str(out),
+                     "--data.valid_split=train", "--data.batch_size=4", "--transformer.max_len=32",
+                     "--train.steps=2", "--train.progress=false"]) == 0
+    pre = json.loads((out / "results.json").read_text())
+    assert pre["vocab_size"] == 30522 and pre["valid_mlm_loss"] < 8.0  # a pretrained BERT: far below ln(30522)
+    summary = _finetune(data, tmp_path, "cls", "transformer", "--pretrained", pre["checkpoint"])
+    assert summary["pretrained"] and summary["steps"] > 0
+
+
 def test_pretrain_clm_runs(tmp_path):
     corpus = tmp_path / "corpus.txt"
     rng = random.Random(2)

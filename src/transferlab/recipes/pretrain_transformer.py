@@ -170,7 +170,8 @@ def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokeni
 def run(cfg: PretrainTransformerConfig) -> dict:
     out = Path(cfg.out)
     tok, encoder = tokenizer_and_encoder(cfg)
-    width, d, seed = encoder.cfg.max_len, cfg.data, cfg.train.seed
+    # windows of transformer.max_len tokens, within what the encoder's positions allow (--init)
+    width, d, seed = min(cfg.transformer.max_len, encoder.cfg.max_len), cfg.data, cfg.train.seed
     corpus = {s: catalog.corpus(d.corpus, s) for s in ("train", d.valid_split)}
     if cfg.objective == "clm":
         model = LanguageModel(encoder, tok.vocab_size, tie_weights=True)
