@@ -1,7 +1,5 @@
 import torch
-from torch import nn
 
-from transferlab.encoders.base import EncoderOutput
 from transferlab.tasks.classify import ClassifierHeadConfig, PoolingClassifier, TaskModel, classify_loss, pool
 
 
@@ -12,22 +10,9 @@ def test_concat_pooling_reads_only_real_tokens():
     assert out.tolist() == [[5.0, 5.0, 3.0], [4.0, 4.0, 1.0]]
 
 
-class BagEncoder(nn.Module):
-    def __init__(self, vocab=20, dim=8):
-        super().__init__()
-        self.embedding, self.dim = nn.Embedding(vocab, dim), dim
-
-    def forward(self, ids, mask=None):
-        h = self.embedding(ids)
-        return EncoderOutput(hidden=h, layers=[h])
-
-    def layer_groups(self):
-        return [self.embedding]
-
-
-def test_head_overfits_one_batch():
+def test_head_overfits_one_batch(bag_encoder):
     torch.manual_seed(0)
-    model = TaskModel(BagEncoder(), PoolingClassifier(8, 3, ClassifierHeadConfig(input_p=0.0, hidden_p=0.0)))
+    model = TaskModel(bag_encoder(20, 8), PoolingClassifier(8, 3, ClassifierHeadConfig(input_p=0.0, hidden_p=0.0)))
     batch = {"ids": torch.randint(1, 20, (12, 5)), "mask": torch.ones(12, 5, dtype=torch.bool),
              "labels": torch.arange(12) % 3}
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)

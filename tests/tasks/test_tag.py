@@ -1,30 +1,14 @@
 import torch
-from torch import nn
-
-from transferlab.encoders.base import EncoderOutput
 from transferlab.tasks.tag import IGNORE_INDEX, TaggerModel, TokenTagger, position_labels, predict_tags, tag_loss
-
-
-class Embed(nn.Module):
-    def __init__(self, vocab=30, dim=16):
-        super().__init__()
-        self.embedding, self.dim = nn.Embedding(vocab, dim), dim
-
-    def forward(self, ids, mask=None):
-        h = self.embedding(ids)
-        return EncoderOutput(hidden=h, layers=[h])
-
-    def layer_groups(self):
-        return [self.embedding]
 
 
 def test_position_labels_ignore_non_first_pieces():
     assert position_labels(5, [1, 3], [7, 8]) == [IGNORE_INDEX, 7, IGNORE_INDEX, 8, IGNORE_INDEX]
 
 
-def test_ignored_positions_add_nothing_to_the_loss():
+def test_ignored_positions_add_nothing_to_the_loss(bag_encoder):
     torch.manual_seed(0)
-    model = TaggerModel(Embed(), TokenTagger(16, 4, dropout=0.0))
+    model = TaggerModel(bag_encoder(), TokenTagger(16, 4, dropout=0.0))
     ids = torch.randint(1, 30, (2, 6))
     labels = torch.full((2, 6), IGNORE_INDEX)
     labels[0, 1], labels[1, 4] = 2, 3
@@ -34,9 +18,9 @@ def test_ignored_positions_add_nothing_to_the_loss():
     assert torch.allclose(tag_loss(model, batch), expected)
 
 
-def test_overfits_and_maps_predictions_back_to_words():
+def test_overfits_and_maps_predictions_back_to_words(bag_encoder):
     torch.manual_seed(0)
-    model = TaggerModel(Embed(), TokenTagger(16, 3, dropout=0.0))
+    model = TaggerModel(bag_encoder(), TokenTagger(16, 3, dropout=0.0))
     ids = torch.arange(1, 21).view(4, 5)  # distinct tokens: a context-free encoder can fit them
     positions = [[0, 2, 3], [1, 2], [0], [0, 1, 2, 3, 4]]
     tags = [[i % 3 for i in range(len(p))] for p in positions]
