@@ -85,3 +85,9 @@ def autocast(cfg, device: torch.device) -> Callable[[], Any]:
 def grad_scaler(cfg, device: torch.device):
     """The loss scaler fp16 needs; None for the other precisions."""
     return torch.amp.GradScaler("cuda") if precision(cfg, device) == "fp16" else None
+
+
+def to_device(batch: dict, device: torch.device | str, non_blocking: bool = False) -> dict:
+    """The batch's tensors on ``device``; other values (lists, strings) as they are."""
+    return {k: v.to(device, non_blocking=non_blocking) if isinstance(v, torch.Tensor) else v
+            for k, v in batch.items()}

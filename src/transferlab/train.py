@@ -27,7 +27,7 @@ import math
 import random
 import time
 import typing
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -179,6 +179,17 @@ class Trainer:
         g["max_lr"] = float(g.get("max_lr", g.get("lr", self.cfg.lr)))
         g.setdefault("name", f"group{index}")
         return g
+
+
+@contextmanager
+def evaluating(model: nn.Module):
+    """Eval mode (dropout off) inside the block, the model's previous mode restored after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def _optimizer(cfg: TrainConfig, groups: list[dict]) -> torch.optim.Optimizer:
@@ -364,8 +375,7 @@ class _Run:
         self.examples += ex
         self.tokens += tok
         self.log.window(ex, tok)
-        batch = {k: (v.to(t.device, non_blocking=True) if isinstance(v, Tensor) else v)
-                 for k, v in devices.shard(batch, self.rank, t.world).items()}
+        batch = devices.to_device(devices.shard(batch, self.rank, t.world), t.device, non_blocking=True)
         no_sync = t.net.no_sync() if (t.world > 1 and not sync) else nullcontext()
         with no_sync:
             with self.autocast():

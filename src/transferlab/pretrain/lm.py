@@ -28,6 +28,7 @@ from transferlab import IGNORE_INDEX
 from transferlab.encoders.awd_lstm import detach_state
 from transferlab.encoders.base import EncoderOutput
 from transferlab.text.tokenize import whitespace_tokenize
+from transferlab.train import evaluating
 from transferlab.text.vocab import Vocab
 
 __all__ = [
@@ -320,10 +321,8 @@ class LMLoss:
 @torch.no_grad()
 def perplexity(model: nn.Module, stream: Iterable[dict[str, torch.Tensor]]) -> float:
     """``exp`` of the token-weighted mean cross-entropy, in eval mode, state carried over."""
-    was_training = model.training
-    model.eval()
     total, count, state = 0.0, 0, None
-    try:
+    with evaluating(model):
         for batch in stream:
             labels = batch["labels"]
             if state is not None and _batch_size(state) != labels.size(0):
@@ -337,8 +336,6 @@ def perplexity(model: nn.Module, stream: Iterable[dict[str, torch.Tensor]]) -> f
                 reduction="sum",
             ).item()
             count += int((labels != IGNORE_INDEX).sum())
-    finally:
-        model.train(was_training)
     if count == 0:
         raise ValueError("perplexity: the stream has no labeled tokens")
     return math.exp(total / count)

@@ -193,5 +193,5 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
         causal, model_max = is_causal(spec["hf_config"]), hf_max_len(spec["hf_config"])
     else:
         causal, model_max = encoder.cfg.causal, encoder.cfg.max_len
-    return subword_backbone(encoder, tok, spec["name"], {k: files[k] for k in ("encoder",)}, causal,
+    return subword_backbone(encoder, tok, spec["name"], {"encoder": spec}, causal,
                             limit(data_max_len, model_max), pretrained=True)

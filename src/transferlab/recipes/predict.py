@@ -24,11 +24,11 @@ def predict(model_dir: str | Path, texts: Iterable[str], out) -> int:
         raise ValueError(f"{model_dir} is {what}: `predict` takes single texts; use `evaluate` on a file")
     texts = list(texts)
     outputs = p.outputs([TextExample(t) for t in texts])
-    for text, row in zip(texts, outputs.tolist()):
+    rows = outputs.tolist() if p.kind == "regress" else outputs.softmax(-1).tolist()
+    for text, probs in zip(texts, rows):
         if p.kind == "regress":
-            out.write(json.dumps({"text": text, "score": row[0]}) + "\n")
+            out.write(json.dumps({"text": text, "score": probs[0]}) + "\n")
             continue
-        probs = outputs.new_tensor(row).softmax(-1).tolist()
         best = max(range(len(p.labels)), key=probs.__getitem__)
         out.write(json.dumps({"text": text, "label": p.labels[best],
                               "probabilities": dict(zip(p.labels, probs))}) + "\n")

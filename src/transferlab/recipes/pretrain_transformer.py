@@ -33,13 +33,14 @@ import torch
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.batching import Batches
+from transferlab.devices import to_device
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
 from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
 from transferlab.recipes.backbone import SubwordConfig, subword_framing
 from transferlab.recipes.common import log
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
-from transferlab.train import TrainConfig, fit
+from transferlab.train import TrainConfig, evaluating, fit
 
 
 @dataclass(frozen=True)
@@ -139,14 +140,12 @@ class MaskedBatches:
 
 @torch.no_grad()
 def masked_loss(model, batches) -> float:
-    was = model.training
-    model.eval()
     device = next(model.parameters()).device
     total, n = 0.0, 0
-    for batch in batches:
-        total += float(mlm_loss(model, {k: v.to(device) for k, v in batch.items()}))
-        n += 1
-    model.train(was)
+    with evaluating(model):
+        for batch in batches:
+            total += float(mlm_loss(model, to_device(batch, device)))
+            n += 1
     return total / max(n, 1)
 
 

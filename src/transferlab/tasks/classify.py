@@ -24,7 +24,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transferlab.devices import to_device
 from transferlab.encoders.base import EncoderOutput
+from transferlab.train import evaluating
 
 
 @dataclass(frozen=True)
@@ -131,26 +133,15 @@ def regression_loss(model: nn.Module, batch: dict) -> torch.Tensor:
     return F.mse_loss(model(batch)[:, 0], batch["labels"].float())
 
 
-def to_device(batch: dict, device: torch.device | str) -> dict:
-    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-
-
 @torch.no_grad()
 def predict_outputs(model: nn.Module, batches, device: torch.device | str = "cpu") -> torch.Tensor:
     """Raw outputs (N, C) in the examples' original order (batches carry ``index``)."""
-    was_training = model.training
-    model.eval()
     rows, order = [], []
-    for batch in batches:
-        rows.append(model(to_device(batch, device)).float().cpu())
-        order.append(batch["index"])
-    model.train(was_training)
+    with evaluating(model):
+        for batch in batches:
+            rows.append(model(to_device(batch, device)).float().cpu())
+            order.append(batch["index"])
     outputs = torch.cat(rows)
     out = torch.empty_like(outputs)
     out[torch.cat(order)] = outputs
     return out
-
-
-def predict_proba(model: nn.Module, batches, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Class probabilities (N, C) in the examples' original order."""
-    return predict_outputs(model, batches, device).softmax(-1)

@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transferlab.encoders.base import EncoderOutput
-from transferlab.tasks.classify import encode, to_device
+from transferlab.devices import to_device
+from transferlab.tasks.classify import encode
+from transferlab.train import evaluating
 
 IGNORE_INDEX = -100
 
@@ -65,13 +67,11 @@ def predict_tags(model: nn.Module, batches, positions: Sequence[Sequence[int]], 
                  fallback: int, device: torch.device | str = "cpu") -> list[list[int]]:
     """Tag ids per word, in the examples' original order; words past ``positions`` (cut by
     truncation) get ``fallback``."""
-    was_training = model.training
-    model.eval()
     out: list[list[int]] = [[] for _ in positions]
-    for batch in batches:
-        best = model(to_device(batch, device)).argmax(-1).cpu()  # (B, T)
-        for row, i in enumerate(batch["index"].tolist()):
-            tags = best[row, list(positions[i])].tolist() if positions[i] else []
-            out[i] = tags + [fallback] * (n_words[i] - len(tags))
-    model.train(was_training)
+    with evaluating(model):
+        for batch in batches:
+            best = model(to_device(batch, device)).argmax(-1).cpu()  # (B, T)
+            for row, i in enumerate(batch["index"].tolist()):
+                tags = best[row, list(positions[i])].tolist() if positions[i] else []
+                out[i] = tags + [fallback] * (n_words[i] - len(tags))
     return out
