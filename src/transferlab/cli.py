@@ -19,7 +19,11 @@ EXAMPLES = {
                 "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
                 "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
                 "  transferlab pretrain clm --corpus shakespeare --preset tiny\n"
-                "  transferlab pretrain mlm --init minilm-l6 --corpus my_reviews.txt --train.steps=500",
+                "  transferlab pretrain mlm --init minilm-l6 --corpus my_reviews.txt --train.steps=500\n"
+                "  transferlab pretrain word2vec --corpus ptb --word2vec.arch=cbow\n"
+                "  transferlab pretrain fasttext --corpus sotu --out runs/fasttext\n"
+                "  transferlab pretrain doc2vec --corpus sotu --doc2vec.mode=dm\n"
+                "  transferlab pretrain glove --corpus ptb --glove.epochs=25",
     "finetune": "transferlab finetune --task sst2 --pretrained runs/lm/best --labels 1000\n"
                 "  transferlab finetune --train my.tsv --text-col review --label-col stars --preset tiny\n"
                 "  transferlab finetune --task sst2 --labels 1000 --ulmfit.gradual_unfreeze=false\n"
@@ -29,6 +33,13 @@ EXAMPLES = {
                 "  transferlab evaluate --model runs/finetune/last --data my_test.tsv --text-col review --label-col stars",
     "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
                "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl",
+    "vectors": "transferlab vectors eval glove-6b-50d\n"
+               "  transferlab vectors eval runs/vectors/vectors --json scores.json\n"
+               "  transferlab vectors neighbors glove-6b-50d frog king\n"
+               "  transferlab vectors analogy glove-6b-50d man king woman\n"
+               "  transferlab vectors convert glove-6b-50d glove50.txt --format word2vec\n"
+               "  transferlab vectors classify glove-6b-50d --task sst2 --labels 1000 --pooling meanmax\n"
+               "  transferlab vectors classify runs/doc2vec/doc2vec --task mrpc",
     "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
             "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
 }
@@ -72,7 +83,19 @@ def cmd_data(args, overrides) -> None:
         print(f"{r['name']:<{width}}  {r['kind']:<14}  {r['description']}\n{'':<{width}}  -> {location}")
 
 
+VECTOR_METHODS = ("word2vec", "fasttext", "doc2vec", "glove")
+
+
 def cmd_pretrain(args, overrides) -> None:
+    if args.objective in VECTOR_METHODS:
+        from transferlab.recipes import pretrain_vectors
+
+        if args.encoder or args.init:
+            raise ConfigError(f"`pretrain {args.objective}` trains static vectors: --encoder and --init do not apply")
+        cfg = _load(pretrain_vectors.PretrainVectorsConfig, args, overrides, "vectors",
+                    {"method": args.objective, "data.corpus": args.corpus})
+        print(json.dumps(pretrain_vectors.run(cfg), indent=2))
+        return
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
 
@@ -101,7 +124,7 @@ def cmd_finetune(args, overrides) -> None:
                 {"data.task": args.task, "data.train": args.train, "data.valid": args.valid,
                  "data.test": args.test, "data.text_col": args.text_col, "data.text_b_col": args.text_b_col,
                  "data.label_col": args.label_col, "data.tags": args.tags, "data.train_size": args.labels,
-                 "pretrained": args.pretrained, "encoder": args.encoder},
+                 "pretrained": args.pretrained, "encoder": args.encoder, "vectors": args.vectors},
                 defaults=read_toml(defaults) if defaults.exists() else None)
     print(json.dumps(finetune.run(cfg), indent=2))
 
@@ -145,6 +168,50 @@ def cmd_predict(args, overrides) -> None:
         predict(args.model, texts, sys.stdout)
 
 
+def cmd_vectors(args, overrides) -> None:
+    if args.action == "classify":
+        from transferlab.recipes import vector_features
+        from transferlab.recipes.task_data import TaskDataConfig
+
+        data = TaskDataConfig(task=args.task, train=args.train or "", valid=args.valid or "", test=args.test or "",
+                              text_col=args.text_col, text_b_col=args.text_b_col or "", label_col=args.label_col,
+                              train_size=args.labels or 0, subset_seed=args.seed)
+        print(json.dumps(vector_features.run(args.vectors, data, args.pooling, seed=args.seed), indent=2))
+        return
+    from transferlab.vectors.keyed import load_vectors
+
+    wv = load_vectors(args.vectors)
+    if args.action == "eval":
+        from transferlab.eval.intrinsic import evaluate, report
+
+        scores = evaluate(wv, analogy_vocab=args.analogy_vocab)
+        print(report(scores))
+        if args.json:
+            from transferlab.config import write_json
+
+            write_json(scores, args.json)
+    elif args.action == "neighbors":
+        for word in args.words:
+            pairs = wv.neighbors(word, topn=args.topn, restrict_vocab=args.restrict_vocab or None)
+            print(f"{word}: " + ", ".join(f"{w} {s:.3f}" for w, s in pairs))
+    elif args.action == "analogy":
+        if len(args.words) != 3:
+            raise ValueError("analogy takes three words: A B C for 'A is to B as C is to ?'")
+        a, b, c = args.words
+        find = wv.most_similar_cosmul if args.method == "mul" else wv.most_similar
+        pairs = find(positive=[b, c], negative=[a], topn=args.topn, restrict_vocab=args.restrict_vocab or None)
+        print(f"{a} : {b} :: {c} : " + ", ".join(f"{w} {s:.3f}" for w, s in pairs))
+    else:
+        if len(args.words) != 1:
+            raise ValueError("convert takes one output path: transferlab vectors convert IN OUT --format ...")
+        out = args.words[0]
+        if args.format == "folder":
+            wv.save(out)
+        else:
+            wv.save_word2vec(out, binary=args.format == "word2vec-bin")
+        print(f"{len(wv):,} vectors of {wv.dim} -> {out}")
+
+
 def cmd_demo(args, overrides) -> None:
     from transferlab.recipes import demo
 
@@ -161,9 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data)
 
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
-    p.add_argument("objective", choices=["lm", "mlm", "clm"],
+    p.add_argument("objective", choices=["lm", "mlm", "clm", *VECTOR_METHODS],
                    help="lm: next-word language model (AWD-LSTM); mlm: masked LM (BERT-style Transformer); "
-                        "clm: causal LM (GPT-style Transformer)")
+                        "clm: causal LM (GPT-style Transformer); word2vec, fasttext, doc2vec, glove: static "
+                        "vectors (a WordVectors folder OUT/vectors)")
     p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
     p.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; mlm, clm: transformer)")
     p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
@@ -180,11 +248,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
     p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
     p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
-    p.add_argument("--encoder", help="awd_lstm (default), transformer, or a Hugging Face model: minilm-l6, "
-                                     "a folder or a hub id (encoder)")
+    p.add_argument("--encoder", help="awd_lstm (default), fasttext (Joulin et al.'s bag of words and bigrams), "
+                                     "transformer, or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
     p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
     p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
                                         "mlm|clm for transformer); omit to train from scratch")
+    p.add_argument("--vectors", help="static vectors for the embedding of an encoder trained from scratch "
+                                     "(awd_lstm, fasttext, transformer): glove-6b-50d, a WordVectors folder, "
+                                     "a word2vec/GloVe file (vectors)")
     _recipe_args(p)
     p.set_defaults(func=cmd_finetune)
 
@@ -206,6 +277,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write JSONL here instead of standard output")
     p.set_defaults(func=cmd_predict)
 
+    p = _parser("vectors", sub, "static word vectors: intrinsic evaluation, neighbours, analogies, conversion")
+    p.add_argument("action", choices=["eval", "neighbors", "analogy", "convert", "classify"],
+                   help="classify: logistic regression on bag-of-vectors (or paragraph-vector) features of a task")
+    p.add_argument("vectors", help="a catalog name (glove-6b-50d), a WordVectors folder, or a word2vec/GloVe "
+                                   "text or binary file; classify also takes a `pretrain doc2vec` folder")
+    p.add_argument("words", nargs="*", help="neighbors: words; analogy: A B C; convert: the output path")
+    p.add_argument("--topn", type=int, default=10)
+    p.add_argument("--restrict-vocab", type=int, default=0, help="search only the N most frequent words")
+    p.add_argument("--method", choices=["add", "mul"], default="add", help="analogy: 3CosAdd or 3CosMul")
+    p.add_argument("--analogy-vocab", type=int, default=100_000,
+                   help="eval: analogy candidates and questions within the N most frequent words")
+    p.add_argument("--json", help="eval: also write the scores here")
+    p.add_argument("--format", choices=["word2vec", "word2vec-bin", "folder"], default="word2vec",
+                   help="convert: word2vec text (header 'N D'), word2vec binary, or a WordVectors folder")
+    p.add_argument("--task", default="sst2", help="classify: a catalog task")
+    p.add_argument("--train", help="classify: your own training file instead (with --valid, --test)")
+    p.add_argument("--valid")
+    p.add_argument("--test")
+    p.add_argument("--text-col", default="text")
+    p.add_argument("--text-b-col", help="classify: a pair task's second text column")
+    p.add_argument("--label-col", default="label")
+    p.add_argument("--labels", type=int, help="classify: use this many labeled training examples")
+    p.add_argument("--pooling", choices=["mean", "max", "meanmax"], default="mean")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_vectors)
+
     p = _parser("demo", sub, "the main job: ULMFiT vs from scratch on 1,000 SST-2 labels, with a chart")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in about a minute")
     p.add_argument("--out", help="output folder (default runs/demo)")
@@ -224,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"transferlab {args.command}: config error: {e}\n")
     except (ValueError, FileNotFoundError) as e:
         parser.exit(1, f"transferlab {args.command}: error: {e}\n")
+    except KeyError as e:  # a word not in the vectors
+        parser.exit(1, f"transferlab {args.command}: error: {e.args[0] if e.args else e}\n")
     return 0
 
 

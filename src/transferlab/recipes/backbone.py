@@ -4,6 +4,8 @@
 
 - ``awd_lstm``: ULMFiT's word-level AWD-LSTM, from a ``pretrain lm`` checkpoint (``--pretrained``,
   through target-task LM fine-tuning, :mod:`transferlab.recipes.ulmfit`) or from scratch;
+- ``fasttext``: the fastText classifier's bag of word and n-gram embeddings (Joulin et al. 2017),
+  word-level like the AWD-LSTM, from scratch (its embeddings from ``--vectors`` if given);
 - ``transformer``: our Transformer, from a ``pretrain mlm|clm`` checkpoint (``--pretrained``) or
   from scratch with a WordPiece/BPE tokenizer trained on the task's text;
 - anything else: a pretrained Hugging Face model (``minilm-l6``, a folder, a hub id), through
@@ -29,13 +31,14 @@ from torch import nn
 from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.recipes.common import TextConfig, log, tokenizer
 from transferlab.tasks.inputs import Framing
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
 from transferlab.text.vocab import Vocab
 
-FAMILIES = ("awd_lstm", "transformer")  # anything else names a pretrained Hugging Face model
+FAMILIES = ("awd_lstm", "transformer", "fasttext")  # anything else names a pretrained Hugging Face model
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class SubwordConfig:
 @dataclass
 class Backbone:
     encoder: nn.Module
-    family: str  # awd_lstm | transformer | hf
+    family: str  # awd_lstm | fasttext | transformer | hf
     framing: Framing
     pad_id: int
     texts: Callable[[list[str]], list[list[int]]]  # texts -> ids, no specials
@@ -65,10 +68,10 @@ def family(encoder: str) -> str:
     return encoder if encoder in FAMILIES else "hf"
 
 
-# --- word level (AWD-LSTM) -------------------------------------------------------------------
+# --- word level (AWD-LSTM, fastText) ----------------------------------------------------------
 
-def word_backbone(encoder: AWDLSTM, vocab: Vocab, text: TextConfig, max_len: int | None,
-                  pretrained: bool) -> Backbone:
+def word_backbone(encoder: nn.Module, vocab: Vocab, text: TextConfig, max_len: int | None,
+                  pretrained: bool, fam: str = "awd_lstm") -> Backbone:
     tok = tokenizer(text)
     norm = str.lower if text.lower else (lambda w: w)
 
@@ -78,9 +81,9 @@ def word_backbone(encoder: AWDLSTM, vocab: Vocab, text: TextConfig, max_len: int
     def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
         return vocab.encode([norm(w) for w in ws]), list(range(len(ws)))
 
-    files = {"vocab": vocab.to_dict(), "encoder": {"name": "awd_lstm", "config": to_dict(encoder.cfg)}}
-    return Backbone(encoder, "awd_lstm", Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
-                    texts, words, files, causal=True, pretrained=pretrained)
+    files = {"vocab": vocab.to_dict(), "encoder": {"name": fam, "config": to_dict(encoder.cfg)}}
+    return Backbone(encoder, fam, Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
+                    texts, words, files, causal=fam == "awd_lstm", pretrained=pretrained)
 
 
 # --- subword level (our Transformer, Hugging Face models) --------------------------------------
@@ -170,6 +173,8 @@ def rebuild_encoder(files: dict) -> nn.Module:
     spec = files["encoder"]
     if spec["name"] == "awd_lstm":
         return AWDLSTM(from_dict(AWDLSTMConfig, spec["config"], "awd_lstm."))
+    if spec["name"] == "fasttext":
+        return FastTextEncoder(from_dict(FastTextConfig, spec["config"], "fasttext."))
     if spec["name"] == "transformer":
         return Transformer(from_dict(TransformerConfig, spec["config"], "transformer."))
     from transformers import AutoConfig, AutoModel
@@ -184,8 +189,9 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
     """The backbone of a saved task model: its encoder's shape and its tokenization."""
     encoder = rebuild_encoder(files)
     spec = files["encoder"]
-    if spec["name"] == "awd_lstm":
-        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True)
+    if spec["name"] in ("awd_lstm", "fasttext"):
+        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True,
+                             fam=spec["name"])
     tok = SubwordTokenizer.from_dict(files["tokenizer"])
     if spec["name"] == "hf":
         from transferlab.encoders.hf import is_causal

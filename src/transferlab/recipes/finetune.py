@@ -30,6 +30,7 @@ from transferlab.data.batching import Batches
 from transferlab.data.errors import DataError
 from transferlab.data.examples import PairExample, TaggedSentence
 from transferlab.encoders.awd_lstm import AWDLSTM, DROPOUTS, AWDLSTMConfig
+from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.eval import metrics
 from transferlab.recipes import backbone as bb
@@ -41,6 +42,7 @@ from transferlab.tasks.classify import (ClassifierHeadConfig, LinearHead, Poolin
 from transferlab.tasks.tag import IGNORE_INDEX, TaggerModel, TokenTagger, position_labels, predict_tags, tag_loss
 from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
+from transferlab.vectors.init import init_embedding
 
 Kind = Literal["classify", "regress", "tag"]
 
@@ -62,8 +64,11 @@ class TaskConfig:
 class FinetuneConfig:
     data: TaskDataConfig = field(default_factory=TaskDataConfig)
     text: TextConfig = field(default_factory=TextConfig)
-    encoder: str = "awd_lstm"  # awd_lstm | transformer | a Hugging Face model (minilm-l6, folder, hub id)
+    encoder: str = "awd_lstm"  # awd_lstm | fasttext | transformer | a Hugging Face model (minilm-l6, ...)
     pretrained: str = ""  # awd_lstm: an LM checkpoint; transformer: an MLM/CLM one; "" = from scratch
+    # static vectors (glove-6b-50d, a `pretrain word2vec|fasttext|glove` output, a word2vec/GloVe
+    # file) for the embedding of an encoder trained from scratch; its dim follows the vectors'
+    vectors: str = ""
     # transformer: keep the pretrained checkpoint's tokenizer and shape but start from random
     # weights: the from-scratch control of a transfer experiment, differing only in the weights
     reinit: bool = False
@@ -73,6 +78,7 @@ class FinetuneConfig:
     awd_lstm: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig(
         embed_p=0.05, input_p=0.4, hidden_p=0.3, weight_p=0.5, output_p=0.0))
     transformer: TransformerConfig = field(default_factory=lambda: TransformerConfig(max_len=256))
+    fasttext: FastTextConfig = field(default_factory=FastTextConfig)
     subword: bb.SubwordConfig = field(default_factory=bb.SubwordConfig)
     scratch_min_freq: int = 1
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
@@ -121,23 +127,48 @@ def all_texts(examples: list) -> list[str]:
 
 def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     fam = bb.family(cfg.encoder)
+    wv = None
+    if cfg.vectors:
+        if cfg.pretrained or fam == "hf":
+            raise ValueError(f"--vectors initializes the embedding of an encoder trained from scratch; "
+                             f"{cfg.pretrained or cfg.encoder} brings its own")
+        from transferlab.vectors.keyed import load_vectors
+
+        wv = load_vectors(cfg.vectors)
+        log(f"{cfg.vectors}: {len(wv):,} vectors of {wv.dim} dimensions")
     if fam == "hf":
         return bb.hf_backbone(cfg.encoder, cfg.data.max_len)
     if fam == "transformer":
-        return bb.transformer_backbone(cfg.transformer, cfg.subword, cfg.pretrained, all_texts(data["train"]),
-                                       cfg.text.lower, cfg.data.max_len, reinit=cfg.reinit)
+        tcfg = cfg.transformer if wv is None else dataclasses.replace(cfg.transformer, dim=wv.dim)
+        b = bb.transformer_backbone(tcfg, cfg.subword, cfg.pretrained, all_texts(data["train"]),
+                                    cfg.text.lower, cfg.data.max_len, reinit=cfg.reinit)
+        if wv is not None:  # pieces that are whole words match; continuations (##ing) start random
+            tok = bb.SubwordTokenizer.from_dict(b.files["tokenizer"])
+            log(str(init_embedding(b.encoder.embedding, tok.pieces(), wv, skip=list(tok.ids.values()),
+                                   seed=cfg.train.seed)))
+        return b
     if cfg.reinit:
         raise ValueError(f"reinit=true applies to --encoder transformer, not {cfg.encoder}")
     max_len = cfg.data.max_len or None
     if cfg.pretrained:
+        if fam != "awd_lstm":
+            raise ValueError(f"--pretrained applies to awd_lstm and transformer, not {cfg.encoder}; "
+                             f"start a fasttext classifier from vectors with --vectors")
         lm, old_vocab = load_lm(cfg.pretrained)
         lm, vocab = finetune_lm(cfg, lm, old_vocab, tokenizer(cfg.text))
         lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
         return bb.word_backbone(lm.encoder, vocab, cfg.text, max_len, pretrained=True)
     tok = tokenizer(cfg.text)
     vocab = Vocab.build((tok(t) for t in all_texts(data["train"])), min_freq=cfg.scratch_min_freq)
-    encoder = AWDLSTM(dataclasses.replace(cfg.awd_lstm, vocab_size=len(vocab)))
-    return bb.word_backbone(encoder, vocab, cfg.text, max_len, pretrained=False)
+    dim = {} if wv is None else {"dim": wv.dim}
+    if fam == "fasttext":
+        encoder = FastTextEncoder(dataclasses.replace(cfg.fasttext, vocab_size=len(vocab), pad_id=vocab.pad_id, **dim))
+    else:
+        encoder = AWDLSTM(dataclasses.replace(cfg.awd_lstm, vocab_size=len(vocab), **dim))
+    if wv is not None:
+        specials = [vocab.pad_id, vocab.unk_id, vocab.bos_id, vocab.eos_id]
+        log(str(init_embedding(encoder.embedding, vocab.itos, wv, skip=specials, seed=cfg.train.seed)))
+    return bb.word_backbone(encoder, vocab, cfg.text, max_len, pretrained=False, fam=fam)
 
 
 # --- examples -> sequences -----------------------------------------------------------------------
@@ -186,6 +217,9 @@ def build_model(cfg: FinetuneConfig, b: bb.Backbone, kind: Kind, n_out: int) -> 
     if kind == "tag":
         return TaggerModel(b.encoder, TokenTagger(dim, n_out, cfg.task.dropout))
     pooling = cfg.task.pooling
+    if b.family == "fasttext":  # Joulin et al.: the average of the bag, one linear layer
+        return TaskModel(b.encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
+                                               cfg.task.dropout, pooler=False))
     if b.family == "awd_lstm" and pooling in ("auto", "concat"):
         head = dataclasses.replace(cfg.head, pooling="concat")
         return TaskModel(b.encoder, PoolingClassifier(dim, n_out, head))

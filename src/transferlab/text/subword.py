@@ -125,6 +125,14 @@ class SubwordTokenizer:
             ids.extend([i for i, _ in pieces[first:j]] if j > first else [unk])
         return ids, starts
 
+    def pieces(self) -> list[str]:
+        """Every piece, in id order (row i of an embedding is piece i)."""
+        vocab = self.tokenizer.get_vocab(with_added_tokens=True)
+        out = [""] * self.vocab_size
+        for piece, i in vocab.items():
+            out[i] = piece
+        return out
+
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ``ids`` (ints or a tensor's ``tolist()``), special tokens skipped."""
         return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
