@@ -92,7 +92,7 @@ def test_finetune_from_vectors(encoder, corpus, tmp_path, capsys):
     summary = json.loads(_run(["finetune", "--encoder", encoder, "--train", str(corpus / "train.tsv"),
                                "--test", str(corpus / "test.tsv"), "--vectors", str(tmp_path / "wv"),
                                *(["--preset", "tiny"] if encoder == "awd_lstm" else []),  # fasttext: its defaults
-                               "--out", str(out), "--train.progress=false"], capsys, err))
+                               "--train.epochs=30", "--out", str(out), "--train.progress=false"], capsys, err))
     # every word of the task is in the vectors; the four specials are not counted
     assert f"{len(words)} of {len(words)} tokens initialized from the vectors; 0 missing" in err[0]
     model = load_task_model(out / "last")

@@ -329,6 +329,7 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
 
 
 def run(cfg: FinetuneConfig) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the encoder and head are built before fit() seeds: same start per seed
     data = load_task(cfg.data)
     if not data["train"]:
         raise ValueError(f"{cfg.data.task or cfg.data.train}: no training examples")

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
@@ -65,6 +67,7 @@ def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
 
 
 def run(cfg: PretrainLMConfig) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
     tok = tokenizer(cfg.text)
     log(f"building the vocabulary of {cfg.data.corpus}")

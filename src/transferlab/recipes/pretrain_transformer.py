@@ -167,6 +167,7 @@ def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokeni
 
 
 def run(cfg: PretrainTransformerConfig) -> dict:
+    torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
     tok, encoder = tokenizer_and_encoder(cfg)
     # windows of transformer.max_len tokens, within what the encoder's positions allow (--init)
