@@ -21,7 +21,8 @@ Seconds per epoch: mittens' ``fit()`` wall time over its iterations (its one-off
 and log matrices included), ours ``train_glove()`` wall time over its epochs (its set-up
 included), so both carry their set-up. Figures: ``glove_vs_mittens_speed`` = mittens s/epoch /
 ours (minibatch), ``glove_vs_mittens_speed_full_batch`` = the same for our full batch (the
-like-for-like algorithm); ``final_loss_*`` = J (with mittens' 0.5) at each run's final parameters.
+like-for-like algorithm); ``final_loss_*`` = J (with mittens' 0.5) at each run's final parameters;
+``{run}_{ws353,simlex,analogy}`` = the intrinsic scores of each run's W + C after the same epochs.
 """
 
 from __future__ import annotations
@@ -66,16 +67,28 @@ def objective(cooc: Cooccurrence, W, C, bw, bc, x_max: float, alpha: float) -> f
     return float(0.5 * np.sum(f * diff**2))
 
 
-def ours(cooc: Cooccurrence, cfg: GloVeConfig, init: dict) -> dict:
+def intrinsic(words: list[str], W, C) -> dict:
+    """WordSim-353, SimLex-999 and analogy accuracy of the output vectors W + C (the paper's sum)."""
+    from transferlab.eval.intrinsic import evaluate
+    from transferlab.vectors.keyed import WordVectors
+
+    wv = WordVectors(words, (np.asarray(W, dtype=np.float64) + np.asarray(C, dtype=np.float64)).astype(np.float32))
+    r = evaluate(wv, analogy_vocab=100_000)
+    return {"ws353": r["wordsim353"]["spearman"], "simlex": r["simlex999"]["spearman"],
+            "analogy": r["analogies"]["accuracy"]}
+
+
+def ours(cooc: Cooccurrence, cfg: GloVeConfig, init: dict, words: list[str]) -> dict:
     start = time.perf_counter()
     res = train_glove(cooc, cfg, init=init, progress=False)
     wall = time.perf_counter() - start
     return {"seconds_per_epoch": wall / cfg.epochs, "train_seconds_per_epoch": float(np.mean(res.seconds_per_epoch)),
             "wall_s": wall, "losses": res.losses,
-            "final_loss": objective(cooc, res.W, res.C, res.bw, res.bc, cfg.x_max, cfg.alpha)}
+            "final_loss": objective(cooc, res.W, res.C, res.bw, res.bc, cfg.x_max, cfg.alpha),
+            "intrinsic": intrinsic(words, res.W, res.C)}
 
 
-def mittens(cooc: Cooccurrence, cfg: GloVeConfig, init: dict) -> dict:
+def mittens(cooc: Cooccurrence, cfg: GloVeConfig, init: dict, words: list[str]) -> dict:
     from mittens.np_mittens import GloVe
 
     X = cooc.to_dense()
@@ -86,7 +99,8 @@ def mittens(cooc: Cooccurrence, cfg: GloVeConfig, init: dict) -> dict:
     wall = time.perf_counter() - start
     losses = [float(e) for e in model.errors]
     final = objective(cooc, model.W, model.C, model.bw, model.bc, cfg.x_max, cfg.alpha)
-    return {"seconds_per_epoch": wall / cfg.epochs, "wall_s": wall, "losses": losses, "final_loss": final}
+    return {"seconds_per_epoch": wall / cfg.epochs, "wall_s": wall, "losses": losses, "final_loss": final,
+            "intrinsic": intrinsic(words, model.W, model.C)}
 
 
 def run(vocab_size: int = 10000, epochs: int = 25, dim: int = 50, min_count: int = 5, window: int = 10,
@@ -102,8 +116,8 @@ def run(vocab_size: int = 10000, epochs: int = 25, dim: int = 50, min_count: int
     gen = np.random.default_rng(seed)  # glove.c's start, shared by all three runs
     init = {k: ((gen.random(shape) - 0.5) / dim).astype(np.float32)
             for k, shape in (("W", (V, dim)), ("C", (V, dim)), ("bw", (V, 1)), ("bc", (V, 1)))}
-    runs = {"ours_minibatch": ours(cooc, mini, init), "ours_full_batch": ours(cooc, full, init)}
-    runs["mittens"] = mittens(cooc, full, init)
+    runs = {"ours_minibatch": ours(cooc, mini, init, words), "ours_full_batch": ours(cooc, full, init, words)}
+    runs["mittens"] = mittens(cooc, full, init, words)
     m, o, f = runs["mittens"], runs["ours_minibatch"], runs["ours_full_batch"]
     rel = np.abs(np.array(f["losses"]) / np.array(m["losses"]) - 1)
     figures = {"glove_vs_mittens_speed": m["seconds_per_epoch"] / o["seconds_per_epoch"],
@@ -115,6 +129,8 @@ def run(vocab_size: int = 10000, epochs: int = 25, dim: int = 50, min_count: int
                "final_loss_mittens": m["final_loss"], "final_loss_ours": o["final_loss"],
                "final_loss_ours_full_batch": f["final_loss"],
                "full_batch_max_rel_loss_diff": float(rel.max())}
+    for name, r in runs.items():
+        figures |= {f"{name}_{k}": v for k, v in r["intrinsic"].items()}
     record = {"benchmark": NAME, "date": dt.date.today().isoformat(), "machine": machine(), "figures": figures,
               "settings": {"corpus": "ptb train", "vocab_size": V, "vocab_cap": vocab_size, "min_count": min_count,
                            "window": window, "nnz": cooc.nnz, "dim": dim, "epochs": epochs, "batch_size": batch_size,

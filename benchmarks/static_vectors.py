@@ -8,7 +8,8 @@
    settings on the same tokenized file. Both start from that one file (SOTU is tokenized once
    with our word tokenizer beforehand; that time is reported apart), so the ratio is the cost of
    the wrapping: reading the corpus again, the token file, the progress bar, the artifact.
-   ``wrapper_overhead`` is the worst ratio. Our GloVe runs on the same corpora (no gensim twin).
+   ``wrapper_overhead`` is the worst ratio of medians over ``--repeats`` runs of each side
+   (alternating which side goes first; gensim's threads make single runs vary by 10-20%). Our GloVe runs on the same corpora (no gensim twin).
    Each row: wall time, words per second, WordSim-353, SimLex-999 and analogy accuracy.
 2. **glove**: our GloVe against mittens on one co-occurrence matrix (``glove_vs_mittens.py``).
 3. **downstream**: SST-2 and AG News with 1,000 labels (subset seeds 0-2): the fastText-style
@@ -111,17 +112,25 @@ def glove_row(path: Path, folder: Path, epochs: int) -> dict:
     return {"wall_s": time.perf_counter() - start, **stats, **scores(wv)}
 
 
-def trainers(out: Path, corpora: list[str], glove_epochs: int) -> dict:
+def trainers(out: Path, corpora: list[str], glove_epochs: int, repeats: int) -> dict:
     rows, overheads = {}, {}
     for name in corpora:
         path, tok_s = tokenized_file(name, out)
         rows[f"{name}_tokenize_s"] = tok_s
         for key, cfg in TRAINERS.items():
-            direct_s, _ = gensim_direct(key, cfg, path)
-            ours_s, wv, stats = ours(key, cfg, path, out)
+            direct_runs, ours_runs = [], []
+            for r in range(repeats):  # alternate which goes first, so neither always runs on a warm cache
+                if r % 2 == 0:
+                    direct_runs.append(gensim_direct(key, cfg, path)[0])
+                ours_s, wv, stats = ours(key, cfg, path, out)
+                ours_runs.append(ours_s)
+                if r % 2 == 1:
+                    direct_runs.append(gensim_direct(key, cfg, path)[0])
+            ours_s, direct_s = statistics.median(ours_runs), statistics.median(direct_runs)
             ratio = ours_s / direct_s
             overheads[f"{name}/{key}"] = ratio
-            row = {"ours_s": ours_s, "gensim_s": direct_s, "ratio": ratio, "words": stats["corpus_words"],
+            row = {"ours_s": ours_s, "gensim_s": direct_s, "ratio": ratio, "ours_runs_s": ours_runs,
+                   "gensim_runs_s": direct_runs, "words": stats["corpus_words"],
                    "words_per_s": stats["corpus_words"] * cfg.epochs / ours_s, "vocab": stats["vocab_size"],
                    **scores(wv)}
             rows[f"{name}/{key}"] = row
@@ -211,15 +220,19 @@ def main() -> None:
     ap.add_argument("--corpora", default="ptb,sotu")
     ap.add_argument("--glove-epochs", type=int, default=25)
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of each trainer, each side (median)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     parts = out / "sections.json"
-    done = json.loads(parts.read_text()) if parts.exists() else {}
+    # sections not rerun keep their last figures: from this out folder, else from the recorded JSON
+    recorded = Path(__file__).parent / "results" / "static_vectors.json"
+    done = json.loads(parts.read_text()) if parts.exists() else \
+        json.loads(recorded.read_text()).get("sections", {}) if recorded.exists() else {}
     done["glove6b"] = glove6b()
     for section in args.sections.split(","):
         if section == "trainers":
-            done[section] = trainers(out, args.corpora.split(","), args.glove_epochs)
+            done[section] = trainers(out, args.corpora.split(","), args.glove_epochs, args.repeats)
         elif section == "glove":
             done[section] = glove_vs_mittens(out)
         elif section == "downstream":

@@ -49,3 +49,18 @@ def test_a_trained_document_is_nearest_its_own_inferred_vector(tokens):
 def test_load_of_a_folder_without_a_model_says_so(tmp_path):
     with pytest.raises(FileNotFoundError, match="no doc2vec.json"):
         ParagraphVectors.load(tmp_path)
+
+
+@pytest.mark.parametrize("mode", ["dm", "dbow"])
+def test_equals_gensim_called_directly(mode, tokens):
+    """The vocabulary and document tags we build from our counts are the ones gensim's scan builds."""
+    from gensim.models import Doc2Vec
+
+    from transferlab.vectors.doc2vec import gensim_args
+
+    cfg = Doc2VecConfig(mode=mode, dim=16, epochs=2, min_count=2, workers=1)
+    ours, _ = train_doc2vec(tokens, cfg, progress=False)
+    direct = Doc2Vec(corpus_file=str(tokens.path), **gensim_args(cfg))
+    assert ours.word_vectors().keys == list(direct.wv.index_to_key)
+    np.testing.assert_allclose(ours.doc_vectors(), direct.dv.vectors, atol=1e-6)
+    np.testing.assert_allclose(ours.word_vectors().vectors, direct.wv.vectors, atol=1e-6)
