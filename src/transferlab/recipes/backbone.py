@@ -20,6 +20,7 @@ checkpoint needs to rebuild all of it without the original source.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
@@ -201,3 +202,118 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
         causal, model_max = encoder.cfg.causal, encoder.cfg.max_len
     return subword_backbone(encoder, tok, spec["name"], {"encoder": spec}, causal,
                             limit(data_max_len, model_max), pretrained=True)
+
+
+# --- static vectors (a 0-layer encoder) -------------------------------------------------------
+
+def static_backbone(wv, text: TextConfig, trainable: bool = False) -> Backbone:
+    """Word vectors behind the Encoder contract: words looked up as written, then lower-cased."""
+    from transferlab.encoders.static import StaticEncoder, lookup
+
+    encoder, vocab = StaticEncoder.from_vectors(wv, trainable)
+    tok = tokenizer(text)
+
+    def texts(batch: list[str]) -> list[list[int]]:
+        return [lookup(vocab, tok(t)) or [vocab.unk_id] for t in batch]
+
+    def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
+        return lookup(vocab, ws), list(range(len(ws)))
+
+    files = {"vocab": vocab.to_dict(),
+             "encoder": {"name": "static", "config": {"dim": encoder.dim, "trainable": trainable}}}
+    return Backbone(encoder, "static", Framing(max_len=None), vocab.pad_id, texts, words, files, pretrained=True)
+
+
+def is_vectors(spec: str) -> bool:
+    """Whether ``spec`` names static word vectors: a catalog vectors entry, a WordVectors or
+    glove-npy folder, or a word2vec/GloVe file."""
+    from transferlab.data import catalog
+    from transferlab.vectors.formats import is_glove_npy
+
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return (path / "vectors.safetensors").is_file() or is_glove_npy(path)
+    if path.is_file():
+        return path.suffix.lower() in (".txt", ".vec", ".bin")
+    try:
+        return catalog._entry(spec)[1].kind == "vectors"
+    except Exception:  # not a catalog name: a Hugging Face model
+        return False
+
+
+# --- any encoder by name, for analysis (probing) and feature extraction ------------------------
+
+@dataclass(frozen=True)
+class ScratchConfig:
+    """The sizes of an encoder probed at random initialization (``--encoder awd_lstm``)."""
+
+    awd_lstm: AWDLSTMConfig = dataclasses.field(default_factory=lambda: AWDLSTMConfig(
+        dim=400, hidden_dim=1150, n_layers=3, embed_p=0.0, input_p=0.0, hidden_p=0.0, weight_p=0.0, output_p=0.0))
+    transformer: TransformerConfig = dataclasses.field(default_factory=TransformerConfig)
+    subword: SubwordConfig = dataclasses.field(default_factory=SubwordConfig)
+    fasttext: FastTextConfig = dataclasses.field(default_factory=FastTextConfig)
+
+
+def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,
+                  scratch: ScratchConfig = ScratchConfig(), max_len: int = 0, seed: int = 0) -> Backbone:
+    """The backbone ``spec`` names, whatever produced it:
+
+    - static vectors (``glove-6b-50d``, a ``pretrain word2vec|fasttext|glove`` output, a file);
+    - a checkpoint folder: ``pretrain lm`` (AWD-LSTM), ``pretrain mlm|clm`` (our Transformer), or
+      ``finetune`` (its adapted encoder);
+    - a family name (``awd_lstm``, ``transformer``, ``fasttext``): that encoder at random
+      initialization, its vocabulary or tokenizer built from ``scratch_text()`` (the control of
+      a probing or transfer experiment);
+    - anything else: a Hugging Face model (``minilm-l6``, a folder, a hub id).
+    """
+    if is_vectors(spec):
+        from transferlab.vectors.keyed import load_vectors
+
+        return static_backbone(load_vectors(spec), text)
+    path = Path(spec).expanduser()
+    if path.is_dir() and has_checkpoint(path) and not is_hf_folder(path):
+        return checkpoint_backbone(path, text, max_len)
+    if spec in FAMILIES:
+        if scratch_text is None:
+            raise ValueError(f"--encoder {spec} at random initialization needs text to build its vocabulary from")
+        torch.manual_seed(seed)
+        return scratch_backbone(spec, text, scratch_text, scratch, max_len)
+    return hf_backbone(spec, max_len)
+
+
+def is_hf_folder(path: Path) -> bool:
+    """A saved Hugging Face model (its config.json names a ``model_type``), not our checkpoint."""
+    try:
+        return "model_type" in json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+
+
+def checkpoint_backbone(path: Path, text: TextConfig, max_len: int) -> Backbone:
+    ckpt = load_checkpoint(path)
+    if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
+        from transferlab.recipes.finetune import load_task_model
+
+        return load_task_model(path).backbone
+    if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
+        return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
+    if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
+        from transferlab.recipes.common import load_lm
+
+        lm, vocab = load_lm(path)
+        return word_backbone(lm.encoder, vocab, text, max_len or None, pretrained=True)
+    raise ValueError(f"{path}: not a checkpoint transferlab can take an encoder from (pretrain lm, pretrain "
+                     f"mlm|clm, finetune) nor a Hugging Face model folder")
+
+
+def scratch_backbone(fam: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]], scratch: ScratchConfig,
+                     max_len: int) -> Backbone:
+    if fam == "transformer":
+        return transformer_backbone(scratch.transformer, scratch.subword, "", scratch_text(), text.lower, max_len)
+    tok = tokenizer(text)
+    vocab = Vocab.build(tok(t) for t in scratch_text())
+    if fam == "fasttext":
+        encoder = FastTextEncoder(dataclasses.replace(scratch.fasttext, vocab_size=len(vocab), pad_id=vocab.pad_id))
+    else:
+        encoder = AWDLSTM(dataclasses.replace(scratch.awd_lstm, vocab_size=len(vocab)))
+    return word_backbone(encoder, vocab, text, max_len or None, pretrained=False, fam=fam)

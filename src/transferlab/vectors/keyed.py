@@ -295,16 +295,18 @@ class WordVectors:
         return cls(keys, vectors, meta={"source": str(path), "format": "glove"})
 
     @classmethod
-    def from_gensim(cls, kv) -> WordVectors:
+    def from_gensim(cls, kv, copy: bool = True) -> WordVectors:
         """From a gensim ``KeyedVectors`` (or a model's ``.wv``); a ``FastTextKeyedVectors``
-        keeps its n-gram buckets as :class:`Subwords`. Arrays are copied."""
+        keeps its n-gram buckets as :class:`Subwords`. Arrays are copied unless ``copy=False``
+        (for a model about to be discarded: fastText's buckets are 800 MB by default)."""
+        array = np.array if copy else np.asarray
         counts = kv.expandos.get("count") if hasattr(kv, "expandos") else None
         if counts is not None and (counts.dtype == object or len(counts) != len(kv.index_to_key)):
             counts = None
         subwords = None
         if getattr(kv, "bucket", 0) and getattr(kv, "vectors_ngrams", None) is not None:
-            subwords = Subwords(int(kv.min_n), int(kv.max_n), np.array(kv.vectors_ngrams, dtype=np.float32))
-        return cls([str(k) for k in kv.index_to_key], np.array(kv.vectors, dtype=np.float32),
+            subwords = Subwords(int(kv.min_n), int(kv.max_n), array(kv.vectors_ngrams, dtype=np.float32))
+        return cls([str(k) for k in kv.index_to_key], array(kv.vectors, dtype=np.float32),
                    None if counts is None else np.array(counts, dtype=np.int64), subwords,
                    meta={"source": "gensim", "class": type(kv).__name__})
 

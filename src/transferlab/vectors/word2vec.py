@@ -145,6 +145,6 @@ def train_word2vec(tokens: TokenFile, cfg: Word2VecConfig, progress: bool = True
         model = Word2Vec(**args)
         kind = "word2vec"
     stats = fit_gensim(model, tokens, f"{kind} {cfg.arch}", progress)
-    wv = WordVectors.from_gensim(model.wv)
+    wv = WordVectors.from_gensim(model.wv, copy=False)  # the model goes away: no second copy
     wv.meta = {"trainer": kind, "corpus": tokens.source, "config": asdict(cfg), **stats}
     return wv, stats

@@ -1,0 +1,210 @@
+"""Feature extraction: a frozen encoder's layers as features, and ELMo's scalar mix over them.
+
+Peters et al. 2018 (ELMo) and Peters, Ruder & Smith 2019 ("To Tune or Not to Tune?"): instead of
+updating a pretrained encoder, run it once, frozen, and let the task model read its layers. The
+task learns how much of each layer it wants through a scalar mix,
+``gamma * sum_j softmax(s)_j * h_j`` (ELMo eq. 1), and only the mix and the task head train.
+
+:func:`word_features` runs an encoder over word-tokenized sentences and returns, for every layer
+(embedding output first), one vector per word: the word's first subword or the mean of its
+subwords. :func:`cached_word_features` keeps them on disk, one float16 ``.npy`` per layer,
+memory-mapped when read back, under a key made of the encoder's identity, the sentences and the
+subword rule, so a later run on the same encoder and data (another probe, another task head)
+skips the encoder entirely. A cache folder is written under a temporary name and renamed when
+complete: an interrupted extraction is never mistaken for a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from transferlab.data.batching import pad_batch
+
+Subword = Literal["first", "mean"]
+
+
+class ScalarMix(nn.Module):
+    """ELMo's learned layer combination: ``gamma * sum_j softmax(w)_j * layers[j]``."""
+
+    def __init__(self, n_layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(n_layers))  # equal weights at the start
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    def forward(self, layers: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
+        """``layers``: a list of (..., D) tensors or one (L, ..., D) tensor -> (..., D)."""
+        stacked = layers if isinstance(layers, torch.Tensor) else torch.stack(list(layers))  # (L,...,D)
+        if stacked.size(0) != self.weights.numel():
+            raise ValueError(f"ScalarMix of {self.weights.numel()} layers got {stacked.size(0)}")
+        w = torch.softmax(self.weights, dim=0).to(stacked.dtype)
+        return self.gamma * torch.tensordot(w, stacked, dims=1)
+
+
+@dataclass
+class WordFeatures:
+    """Per layer, one row per word of every sentence (sentence ``i`` is rows
+    ``offsets[i]:offsets[i+1]``); ``kept`` is False for words cut off by the model's maximum length
+    (their rows are zero)."""
+
+    layers: list[np.ndarray]  # (N_words, D_l) each, float16 (memory-mapped when cached)
+    offsets: np.ndarray  # (S+1,) int64
+    kept: np.ndarray  # (N_words,) bool
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def sentence_means(self) -> list[np.ndarray]:
+        """Per layer, the mean of each sentence's kept word vectors: (S, D_l) float32."""
+        out = []
+        counts = np.maximum(np.add.reduceat(self.kept.astype(np.float32), self.offsets[:-1]), 1.0)[:, None]
+        for layer in self.layers:
+            x = np.asarray(layer, dtype=np.float32) * self.kept[:, None]
+            out.append(np.add.reduceat(x, self.offsets[:-1], axis=0) / counts)
+        return out
+
+
+def word_spans(first: Sequence[int], n_pieces: int, positions: Sequence[int], limit: int) -> list[tuple[int, int]]:
+    """Framed (start, end) of each kept word's pieces; ``positions`` are the framed first pieces
+    and ``limit`` the framed end of the (possibly truncated) pieces."""
+    if not positions:
+        return []
+    shift = positions[0] - first[0]
+    ends = list(first[1:]) + [n_pieces]
+    return [(p, max(p + 1, min(shift + e, limit))) for p, e in zip(positions, ends)]
+
+
+@torch.no_grad()
+def word_features(backbone, sentences: Sequence[Sequence[str]], subword: Subword = "first",
+                  batch_tokens: int = 4096, device: str | torch.device = "cpu", progress: bool = True,
+                  write=None) -> WordFeatures:
+    """Every layer's word vectors of ``sentences`` (lists of words) under ``backbone``'s encoder.
+
+    Sentences run longest first in batches of about ``batch_tokens`` tokens. ``write(layer, rows,
+    values)`` receives each batch instead of the arrays being kept (the cache's memmaps: the
+    result's ``layers`` is then empty).
+    """
+    encoder = backbone.encoder.to(device).eval()
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in sentences], out=offsets[1:])
+    kept = np.zeros(int(offsets[-1]), dtype=bool)
+    framed = []
+    for words in sentences:
+        pieces, first = backbone.words(list(words))
+        f = backbone.framing.words(pieces, first)
+        limit = len(f.ids) - (backbone.framing.end is not None)
+        framed.append((f.ids, word_spans(first, len(pieces), f.word_positions or [], limit)))
+    order = sorted(range(len(sentences)), key=lambda i: -len(framed[i][0]))
+    arrays: list[np.ndarray] = []
+    bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=not progress, mininterval=1.0)
+    start = 0
+    while start < len(order):
+        width = max(len(framed[order[start]][0]), 1)
+        batch = order[start:start + max(1, batch_tokens // width)]
+        start += len(batch)
+        padded = pad_batch([framed[i][0] for i in batch], backbone.pad_id)
+        out = encoder(padded["ids"].to(device), padded["mask"].to(device))
+        rows, index, weights = spans_index(batch, framed, offsets, subword)
+        kept[rows] = True
+        for j, layer in enumerate(out.layers):
+            flat = layer.float().reshape(-1, layer.size(-1))  # (B*T, D)
+            values = (torch.zeros(len(rows), flat.size(1), device=flat.device)
+                      .index_add_(0, index[0].to(flat.device), flat[index[1].to(flat.device)]
+                                  * weights.to(flat.device)[:, None])).cpu().numpy()
+            if write is not None:
+                write(j, rows, values)
+            else:
+                if len(arrays) <= j:
+                    arrays.append(np.zeros((len(kept), values.shape[1]), dtype=np.float16))
+                arrays[j][rows] = values
+        bar.update(len(batch))
+    bar.close()
+    return WordFeatures(arrays, offsets, kept)
+
+
+def spans_index(batch: list[int], framed: list, offsets: np.ndarray, subword: Subword):
+    """For one padded batch: the global word rows it fills, and (row slot, flat position, weight)
+    triples that sum each word's first piece (weight 1) or all its pieces (weight 1/n)."""
+    width = max(len(framed[i][0]) for i in batch)
+    rows, slots, flat, weights = [], [], [], []
+    for b, i in enumerate(batch):
+        for w, (s, e) in enumerate(framed[i][1]):
+            slot = len(rows)
+            rows.append(int(offsets[i]) + w)
+            span = range(s, s + 1) if subword == "first" else range(s, e)
+            slots.extend([slot] * len(span))
+            flat.extend(b * width + p for p in span)
+            weights.extend([1.0 / len(span)] * len(span))
+    return (np.array(rows, dtype=np.int64), (torch.tensor(slots, dtype=torch.long), torch.tensor(flat, dtype=torch.long)),
+            torch.tensor(weights))
+
+
+def features_key(identity: str, sentences: Sequence[Sequence[str]], subword: Subword, max_len: int | None) -> str:
+    h = hashlib.sha256(f"{identity}\n{subword}\n{max_len}\n".encode())
+    for words in sentences:
+        h.update(("\t".join(words) + "\n").encode())
+    return h.hexdigest()[:24]
+
+
+def encoder_identity(spec: str) -> str:
+    """A name plus, for local files, their sizes and modification times (a retrained checkpoint in
+    the same folder is a different encoder)."""
+    path = Path(spec).expanduser()
+    if not path.exists():
+        return spec
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return spec + "".join(f"|{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files)
+
+
+def cached_word_features(backbone, identity: str, sentences: Sequence[Sequence[str]], cache: str | Path,
+                         subword: Subword = "first", device: str | torch.device = "cpu",
+                         progress: bool = True) -> tuple[WordFeatures, bool]:
+    """:func:`word_features`, stored under ``cache`` (memory-mapped on reading); True when it
+    came from the cache."""
+    key = features_key(identity, sentences, subword, backbone.framing.max_len)
+    folder = Path(cache) / key
+    if (folder / "meta.json").is_file():
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        layers = [np.load(folder / f"layer{j}.npy", mmap_mode="r") for j in range(meta["n_layers"])]
+        return WordFeatures(layers, np.load(folder / "offsets.npy"), np.load(folder / "kept.npy")), True
+    tmp = Path(cache) / f".{key}.{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    n_words = sum(len(s) for s in sentences)
+    maps: list[np.ndarray] = []
+
+    def write(j: int, rows: np.ndarray, values: np.ndarray) -> None:
+        if len(maps) <= j:
+            maps.append(np.lib.format.open_memmap(tmp / f"layer{j}.npy", mode="w+", dtype=np.float16,
+                                                  shape=(n_words, values.shape[1])))
+        maps[j][rows] = values
+
+    try:
+        done = word_features(backbone, sentences, subword, device=device, progress=progress, write=write)
+        for m in maps:
+            m.flush()
+        np.save(tmp / "offsets.npy", done.offsets)
+        np.save(tmp / "kept.npy", done.kept)
+        (tmp / "meta.json").write_text(json.dumps({"n_layers": len(maps), "dims": [m.shape[1] for m in maps],
+                                                   "n_words": n_words, "n_sentences": len(sentences),
+                                                   "subword": subword, "identity": identity[:2000]}),
+                                       encoding="utf-8")
+        del maps[:]
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return cached_word_features(backbone, identity, sentences, cache, subword, device, progress)[0], False
