@@ -40,6 +40,11 @@ EXAMPLES = {
                "  transferlab vectors convert glove-6b-50d glove50.txt --format word2vec\n"
                "  transferlab vectors classify glove-6b-50d --task sst2 --labels 1000 --pooling meanmax\n"
                "  transferlab vectors classify runs/doc2vec/doc2vec --task mrpc",
+    "probe": "transferlab probe --encoder minilm-l6 --tasks upos,deprel,ner,chunk\n"
+             "  transferlab probe --encoder glove-6b-50d --tasks upos,ner,length\n"
+             "  transferlab probe --encoder runs/lm/best --tasks upos,bigram_shift,word_content --corpus my_text.txt\n"
+             "  transferlab probe --encoder awd_lstm --tasks upos   # a random-init control\n"
+             "  transferlab probe --encoder minilm-l6 --tasks chunk --subword mean --probe mlp",
     "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
             "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
 }
@@ -58,12 +63,13 @@ def _recipe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (train.seed)")
 
 
-def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], defaults: dict | None = None):
+def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], defaults: dict | None = None,
+          seed_key: str = "train.seed"):
     extra = [f"{key}={json.dumps(value)}" for key, value in shortcuts.items() if value is not None]
     if args.out:
         extra.append(f"out={json.dumps(args.out)}")
     if args.seed is not None:
-        extra.append(f"train.seed={args.seed}")
+        extra.append(f"{seed_key}={args.seed}")
     base = dict(defaults or {})
     if args.config:
         base = merge(base, read_toml(args.config))
@@ -212,6 +218,16 @@ def cmd_vectors(args, overrides) -> None:
         print(f"{len(wv):,} vectors of {wv.dim} -> {out}")
 
 
+def cmd_probe(args, overrides) -> None:
+    from transferlab.recipes import probe
+
+    cfg = _load(probe.ProbeRunConfig, args, overrides, "probe",
+                {"encoder": args.encoder, "tasks": args.tasks, "subword": args.subword, "probe.probe": args.probe,
+                 "corpus": args.corpus, "max_train_sentences": args.max_train_sentences,
+                 "max_test_sentences": args.max_test_sentences}, seed_key="probe.seed")
+    probe.run(cfg)
+
+
 def cmd_demo(args, overrides) -> None:
     from transferlab.recipes import demo
 
@@ -303,6 +319,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_vectors)
 
+    p = _parser("probe", sub, "what each layer of an encoder knows: a probe per layer and task, with control tasks")
+    p.add_argument("--encoder", help="minilm-l6 (default), any Hugging Face model, static vectors (glove-6b-50d, "
+                                     "a vectors folder), a pretrain lm|mlm|clm or finetune checkpoint folder, "
+                                     "or awd_lstm|transformer|fasttext at random initialization (encoder)")
+    p.add_argument("--tasks", help="comma-separated: upos xpos deprel (UD-EWT), ner chunk pos (CoNLL-2003), "
+                                   "length word_content bigram_shift (from --corpus) (tasks)")
+    p.add_argument("--subword", choices=["first", "mean"], help="a word's vector: first subword or mean (subword)")
+    p.add_argument("--probe", choices=["linear", "mlp"], help="probe.probe")
+    p.add_argument("--corpus", help="text of the sentence-level tasks: catalog names or files (corpus)")
+    p.add_argument("--max-train-sentences", type=int, help="per task (max_train_sentences; 0 = all)")
+    p.add_argument("--max-test-sentences", type=int, help="per task (max_test_sentences; 0 = all)")
+    _recipe_args(p)
+    p.set_defaults(func=cmd_probe)
+
     p = _parser("demo", sub, "the main job: ULMFiT vs from scratch on 1,000 SST-2 labels, with a chart")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in about a minute")
     p.add_argument("--out", help="output folder (default runs/demo)")
@@ -313,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, overrides = parser.parse_known_args(argv)
-    if overrides and args.command not in ("pretrain", "finetune"):
+    if overrides and args.command not in ("pretrain", "finetune", "probe"):
         parser.error(f"unrecognized arguments: {' '.join(overrides)}")
     try:
         args.func(args, overrides)

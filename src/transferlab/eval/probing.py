@@ -51,7 +51,7 @@ class ProbeConfig:
     epochs: int = 6
     min_steps: int = 500  # more epochs when the data is small: a probe from zeros needs steps to converge
     batch_size: int = 512
-    lr: float = 3e-3  # Adam, decayed linearly to 0
+    lr: float = 1e-2  # Adam, decayed linearly to 0
     weight_decay: float = 0.0
     control: bool = True  # train control-task probes beside word-level tasks
     seed: int = 0
