@@ -165,3 +165,50 @@ def test_long_input_is_truncated_and_counted(data, tmp_path, capsys):
     summary = _finetune(data, tmp_path, "cls", "transformer", "--train", str(long), "--test", str(long))
     assert summary["truncated"]["train"] >= 6  # the 60-word texts exceed 24 tokens
     assert "cut to 24 tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape", ["cls", "tag"])
+def test_feature_extraction_trains_only_the_mix_and_the_head(data, tmp_path, shape):
+    """--adapt=features: the encoder's weights do not move, the scalar mix does; the checkpoint
+    reloads to the same figures; minilm-l6's frozen layers separate the toy task."""
+    import torch
+
+    from transferlab.checkpoint import load_checkpoint
+    from transferlab.recipes.finetune import load_task_model
+
+    encoder = _minilm()
+    summary = _finetune(data, tmp_path, shape, encoder, "--adapt=features", "--train.epochs=8", "--features_lr=1e-2")
+    key = "test_entity_f1" if shape == "tag" else "test_accuracy"
+    assert summary["adapt"] == "features" and summary[key] > 0.8
+    trained = load_checkpoint(summary["checkpoint"]).weights
+    from transferlab.encoders.hf import load_pretrained
+
+    original = load_pretrained("minilm-l6").encoder.state_dict()
+    enc = {k.removeprefix("encoder.encoder."): v for k, v in trained.items() if k.startswith("encoder.encoder.")}
+    assert enc and all(torch.equal(enc[k], original[k]) for k in original if k in enc)
+    assert not torch.equal(trained["encoder.mix.weights"], torch.zeros(7))
+    predictor = load_task_model(summary["checkpoint"])
+    assert predictor.model.encoder.used == list(range(7))
+
+
+def test_frozen_mix_caches_each_sequence_once():
+    import torch
+
+    from transferlab.adapt.features import FrozenMixEncoder
+    from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+
+    lstm = AWDLSTM(AWDLSTMConfig(vocab_size=20, dim=8, hidden_dim=12, n_layers=2))
+    frozen = FrozenMixEncoder(lstm)
+    assert frozen.used == [0, 2]  # the embedding and the top layer have the output width; the middle is wider
+    ids = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    mask = ids != 0
+    frozen.train()
+    assert not lstm.training and not any(p.requires_grad for p in lstm.parameters())
+    first = frozen(ids, mask).hidden
+    calls = []
+    lstm.register_forward_hook(lambda *a: calls.append(1))
+    again = frozen(ids[[1, 0]], mask[[1, 0]]).hidden  # the same sequences, another batch order
+    assert not calls
+    torch.testing.assert_close(again[0, :2], first[1, :2], atol=1e-3, rtol=1e-3)
+    first.sum().backward()
+    assert frozen.mix.weights.grad is not None

@@ -208,3 +208,69 @@ def cached_word_features(backbone, identity: str, sentences: Sequence[Sequence[s
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return cached_word_features(backbone, identity, sentences, cache, subword, device, progress)[0], False
+
+
+class FrozenMixEncoder(nn.Module):
+    """Feature extraction as an encoder: a frozen ``encoder`` (always in eval mode, no gradients)
+    whose layers a learned :class:`ScalarMix` combines into ``hidden``.
+
+    Only the mix trains (and the task head above it). The layers that enter the mix are those of
+    the encoder's output width (all of them for a Transformer; the embedding and top layer of an
+    AWD-LSTM, whose middle layers are wider). Since the encoder is frozen and deterministic, each
+    sequence's layers are computed once and kept (float16, up to ``cache_gb``): later epochs and
+    evaluations of a sequence already seen cost only the mix and the head.
+    """
+
+    def __init__(self, encoder: nn.Module, cache_gb: float = 4.0):
+        super().__init__()
+        self.encoder = encoder
+        for p in encoder.parameters():
+            p.requires_grad_(False)
+        self.dim = encoder.dim
+        self.takes_type_ids = getattr(encoder, "takes_type_ids", False)
+        device = next(encoder.parameters()).device
+        with torch.no_grad():
+            probe = encoder.eval()(torch.tensor([[1, 2]], device=device), torch.ones(1, 2, dtype=torch.bool, device=device))
+        self.used = [j for j, layer in enumerate(probe.layers) if layer.size(-1) == self.dim]
+        self.n_layers = len(probe.layers)
+        self.mix = ScalarMix(len(self.used))
+        self.cache_bytes = int(cache_gb * 2**30)
+        self._cache: dict[bytes, torch.Tensor] = {}
+        self._bytes = 0
+
+    def train(self, mode: bool = True) -> FrozenMixEncoder:
+        super().train(mode)
+        self.encoder.eval()  # no dropout in a feature extractor
+        return self
+
+    def layer_groups(self) -> list[nn.Module]:
+        return [self.mix]
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None,
+                type_ids: torch.Tensor | None = None):
+        from transferlab.encoders.base import EncoderOutput
+
+        if mask is None:
+            mask = torch.ones_like(ids, dtype=torch.bool)
+        return EncoderOutput(self.mix(self.layers(ids, mask, type_ids)), [])
+
+    def layers(self, ids: torch.Tensor, mask: torch.Tensor, type_ids: torch.Tensor | None) -> torch.Tensor:
+        """(L, B, T, D) layers of a right-padded batch, from the cache where every row is in it."""
+        lengths = mask.sum(1).tolist()
+        keys = [ids[i, :n].cpu().numpy().tobytes() + (b"" if type_ids is None else
+                                                        b"|" + type_ids[i, :n].cpu().numpy().tobytes())
+                for i, n in enumerate(lengths)]
+        if all(k in self._cache for k in keys):
+            out = torch.zeros(len(self.used), *ids.shape, self.dim, device=ids.device)
+            for i, (k, n) in enumerate(zip(keys, lengths)):
+                out[:, i, :n] = self._cache[k].to(out.device, torch.float32)
+            return out
+        with torch.no_grad():
+            args = (ids, mask, type_ids) if type_ids is not None and self.takes_type_ids else (ids, mask)
+            layers = self.encoder(*args).layers
+            out = torch.stack([layers[j].float() for j in self.used])  # (L,B,T,D)
+        for i, (k, n) in enumerate(zip(keys, lengths)):
+            if k not in self._cache and self._bytes < self.cache_bytes:
+                self._cache[k] = out[:, i, :n].to(torch.float16).cpu()
+                self._bytes += self._cache[k].numel() * 2
+        return out

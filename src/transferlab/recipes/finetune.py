@@ -23,6 +23,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from transferlab.adapt.features import FrozenMixEncoder
 from transferlab.adapt.finetune import freeze_to, param_groups, unfreeze_schedule
 from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict, write_json
@@ -81,6 +82,12 @@ class FinetuneConfig:
     fasttext: FastTextConfig = field(default_factory=FastTextConfig)
     subword: bb.SubwordConfig = field(default_factory=bb.SubwordConfig)
     scratch_min_freq: int = 1
+    # finetune: the whole encoder trains (with the ULMFiT techniques); features: it is frozen and
+    # read through ELMo's learned scalar mix of its layers, only the mix and the head train, and
+    # each sequence's layers are computed once (kept up to features_cache_gb)
+    adapt: Literal["finetune", "features"] = "finetune"
+    features_lr: float = 1e-3  # adapt=features: the mix's and head's learning rate (train.lr is the encoder's)
+    features_cache_gb: float = 4.0
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
     head: ClassifierHeadConfig = field(default_factory=ClassifierHeadConfig)  # the AWD-LSTM's head
@@ -213,24 +220,25 @@ def encode_examples(b: bb.Backbone, examples: list, kind: Kind, labels: list[str
 # --- the model -----------------------------------------------------------------------------------
 
 def build_model(cfg: FinetuneConfig, b: bb.Backbone, kind: Kind, n_out: int) -> nn.Module:
-    dim = b.encoder.dim
+    encoder = b.encoder if cfg.adapt == "finetune" else FrozenMixEncoder(b.encoder, cfg.features_cache_gb)
+    dim = encoder.dim
     if kind == "tag":
-        return TaggerModel(b.encoder, TokenTagger(dim, n_out, cfg.task.dropout))
+        return TaggerModel(encoder, TokenTagger(dim, n_out, cfg.task.dropout))
     pooling = cfg.task.pooling
     if b.family == "fasttext":  # Joulin et al.: the average of the bag, one linear layer
-        return TaskModel(b.encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
+        return TaskModel(encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
                                                cfg.task.dropout, pooler=False))
     if b.family == "awd_lstm" and pooling in ("auto", "concat"):
         head = dataclasses.replace(cfg.head, pooling="concat")
-        return TaskModel(b.encoder, PoolingClassifier(dim, n_out, head))
+        return TaskModel(encoder, PoolingClassifier(dim, n_out, head))
     if pooling == "auto":
         pooling = "last" if b.causal else "first"
     if pooling == "concat":
-        return TaskModel(b.encoder, PoolingClassifier(dim, n_out, cfg.head))
+        return TaskModel(encoder, PoolingClassifier(dim, n_out, cfg.head))
     linear = LinearHead(dim, n_out, pooling, cfg.task.dropout, pooler=cfg.task.pooler and not b.causal)
     if b.pooler is not None and cfg.task.pooler and not b.causal:  # BERT's pretrained pooler
         linear.pooler[0].load_state_dict(b.pooler)
-    return TaskModel(b.encoder, linear)
+    return TaskModel(encoder, linear)
 
 
 def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_id: int, gold_tags=None) -> dict:
@@ -278,11 +286,16 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         if enc.n_cut:
             log(f"{split}: {enc.n_cut:,} of {len(enc.seqs):,} sequences cut to {b.framing.max_len} tokens ({rule})")
     model = build_model(cfg, b, kind, len(labels) if labels else 1)
-    groups = list(b.encoder.layer_groups()) + [model.head]
+    groups = list(model.encoder.layer_groups()) + [model.head]  # features: the scalar mix, then the head
     u = cfg.ulmfit
-    pgroups = param_groups(groups[:-1], cfg.train.lr, u.decay if (u.discriminative and b.pretrained) else 1.0,
-                           head=groups[-1])
-    unfreeze = u.gradual_unfreeze and b.pretrained
+    tuned = b.pretrained and cfg.adapt == "finetune"
+    lr = cfg.train.lr if cfg.adapt == "finetune" else cfg.features_lr
+    pgroups = param_groups(groups[:-1], lr, u.decay if (u.discriminative and tuned) else 1.0, head=groups[-1])
+    unfreeze = u.gradual_unfreeze and tuned
+    if cfg.adapt == "features":
+        mixed = model.encoder.used
+        log(f"features: the encoder is frozen; a scalar mix of its layers {mixed} (of {model.encoder.n_layers}) "
+            f"and the head train")
 
     def on_epoch_start(epoch: int, trainer) -> None:
         n = unfreeze_schedule(epoch, len(groups), unfreeze)
@@ -319,7 +332,7 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     test = score(model, "test")
     summary = {f"test_{k}": v for k, v in test.items()} | {
         "kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
-        "encoder": cfg.encoder, "pretrained": b.pretrained, "wall_s": wall, "steps": result.step,
+        "encoder": cfg.encoder, "adapt": cfg.adapt, "pretrained": b.pretrained, "wall_s": wall, "steps": result.step,
         "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
         "checkpoint": str(out / "last")}
     write_json(summary, out / "results.json")
