@@ -45,6 +45,12 @@ EXAMPLES = {
              "  transferlab probe --encoder runs/lm/best --tasks upos,bigram_shift,word_content --corpus my_text.txt\n"
              "  transferlab probe --encoder awd_lstm --tasks upos   # a random-init control\n"
              "  transferlab probe --encoder minilm-l6 --tasks chunk --subword mean --probe mlp",
+    "curve": "transferlab curve --task sst2 --sizes 50,100,200,500,1000,2000,all --seeds 3 "
+             "--methods scratch,glove,features,ulmfit,minilm\n"
+             "  transferlab curve --task sst2 --methods scratch,ulmfit --lm runs/demo/lm-ptb/best --sizes 100,1000\n"
+             "  transferlab curve --train my.tsv --text-col review --label-col stars --methods scratch,fasttext "
+             "--preset tiny\n"
+             "  transferlab curve --task sst2 --methods scratch,mine --methods-file my_methods.toml --train.threads=2",
     "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
             "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
 }
@@ -228,6 +234,28 @@ def cmd_probe(args, overrides) -> None:
     probe.run(cfg)
 
 
+def cmd_curve(args, overrides) -> None:
+    from dataclasses import fields
+
+    from transferlab.recipes import curve
+
+    # --data.batch_size=16 and the curve's own keys set the curve; any other dotted key is a
+    # finetune override for every method (--train.threads=2)
+    for flag in overrides:
+        if not flag.startswith("--") or "=" not in flag:
+            raise ConfigError(f"unrecognized argument {flag!r}: overrides look like --data.batch_size=16")
+    own = {f.name for f in fields(curve.CurveConfig)}
+    mine = [o for o in overrides if o[2:].split("=", 1)[0].split(".", 1)[0].replace("-", "_") in own]
+    for_methods = [o.removeprefix("--") for o in overrides if o not in mine]
+    cfg = _load(curve.CurveConfig, args, mine, "curve",
+                {"data.task": args.task, "data.train": args.train, "data.valid": args.valid, "data.test": args.test,
+                 "data.text_col": args.text_col, "data.text_b_col": args.text_b_col, "data.label_col": args.label_col,
+                 "data.tags": args.tags, "sizes": args.sizes, "seeds": args.seeds, "methods": args.methods,
+                 "methods_file": args.methods_file, "lm": args.lm, "preset": args.method_preset,
+                 "reference": args.reference, "finetune": for_methods or None})
+    curve.run(cfg)
+
+
 def cmd_demo(args, overrides) -> None:
     from transferlab.recipes import demo
 
@@ -333,6 +361,30 @@ def build_parser() -> argparse.ArgumentParser:
     _recipe_args(p)
     p.set_defaults(func=cmd_probe)
 
+    p = _parser("curve", sub, "learning curves: every method at every number of labels (nested subsets, several "
+                              "seeds), a chart, and how many times fewer labels transfer needs than from scratch")
+    p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, ...")
+    p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (data.train)")
+    p.add_argument("--valid", help="your own validation file (data.valid)")
+    p.add_argument("--test", help="your own test file (data.test)")
+    p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
+    p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
+    p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
+    p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
+    p.add_argument("--sizes", help="numbers of labels, comma-separated; all = the whole training set (sizes)")
+    p.add_argument("--seeds", type=int, help="random subsets (and training seeds) per size (seeds)")
+    p.add_argument("--methods", help="comma-separated methods of configs/curve_methods.toml: scratch, glove, "
+                                     "ulmfit, minilm, features, fasttext (methods)")
+    p.add_argument("--methods-file", help="a TOML of your own methods, tables of finetune overrides (methods_file)")
+    p.add_argument("--lm", help="the pretrained LM of ulmfit, a `pretrain lm` checkpoint folder; omit to "
+                                "pretrain one on PTB (lm)")
+    p.add_argument("--preset", dest="method_preset", metavar="PRESET",
+                   help="the finetune preset of the methods that do not name their own: small (default), tiny (preset)")
+    p.add_argument("--reference", help="the method whose all-labels score the others must reach (reference)")
+    p.add_argument("--config", help="a TOML file of curve settings")
+    p.add_argument("--out", help="output folder (default runs/curve)")
+    p.set_defaults(func=cmd_curve, preset=None, seed=None)
+
     p = _parser("demo", sub, "the main job: ULMFiT vs from scratch on 1,000 SST-2 labels, with a chart")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in about a minute")
     p.add_argument("--out", help="output folder (default runs/demo)")
@@ -343,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, overrides = parser.parse_known_args(argv)
-    if overrides and args.command not in ("pretrain", "finetune", "probe"):
+    if overrides and args.command not in ("pretrain", "finetune", "probe", "curve"):
         parser.error(f"unrecognized arguments: {' '.join(overrides)}")
     try:
         args.func(args, overrides)

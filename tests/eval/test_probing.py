@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-import torch
 
 from transferlab.eval import probing
 from transferlab.eval.probing import ProbeConfig, control_labels, stack_layers, train_probes

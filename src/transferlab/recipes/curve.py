@@ -1,0 +1,318 @@
+"""``transferlab curve``: learning curves, every method at every number of labels, and the
+sample efficiency they show (ULMFiT, Howard & Ruder 2018, figure 3).
+
+    transferlab curve --task sst2 --sizes 50,100,200,500,1000,2000,all --seeds 3 \\
+        --methods scratch,glove,features,ulmfit,minilm
+
+Each method (a table of finetune overrides in ``configs/curve_methods.toml``, or the user's
+``--methods-file``) is trained at each size and seed on nested random subsets of the training
+set (seed s's 100 examples are inside its 200: :func:`~transferlab.recipes.task_data.nested_subset`)
+and scored on the same test set. A cell is one ``finetune`` run in ``OUT/cells/METHOD-SIZE-SEED``;
+its row goes to ``OUT/curve.jsonl`` as soon as it ends, so an interrupted curve resumes where it
+stopped (a half-written row is detected and its cell run again; a cell interrupted mid-training
+resumes from its checkpoint). The ULMFiT methods share one target-task LM fine-tuning per
+curve (``OUT/lm-finetuned-HASH``, one per distinct LM-stage setting); without ``--lm`` a small
+PTB language model is pretrained first (``OUT/lm-ptb``, the demo's).
+
+Writes ``OUT/curve.png`` (score against labels, log scale, mean and ±1 std band per method),
+``OUT/curve.md`` (the table) and ``OUT/summary.json`` (means, standard deviations, the
+sample-efficiency summary: for each method the smallest size at which it reaches what
+``scratch`` reaches with all labels, and how many times fewer labels that is).
+
+Time on 2 CPU cores for the default sizes, seeds and methods on SST-2 (60,614 training phrases),
+estimated from the per-run wall times of ``benchmarks/results/ulmfit_sst2.json`` and
+``minilm_glue.json`` (``benchmarks/curve_sst2.py`` measures it): the cells of 50-2,000 labels
+take seconds to a few minutes each, most of it scoring the 6,735 validation sentences after each
+epoch (about an hour for all 90 of them); the 15 cells with all labels dominate: about 10
+minutes each for scratch, glove and ulmfit (small preset), 30 for minilm (3 epochs) and 10-30
+for features; with the PTB pretraining (9 minutes) and the LM fine-tuning (about 5), 5 to 6
+hours in all, resumable at any point. Leave ``all`` out of ``--sizes`` for a curve in about an
+hour; ``--preset tiny`` makes the AWD-LSTM cells seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from transferlab.config import (PRESET_DIR, ConfigError, load_config, merge, parse_override, read_toml, to_dict,
+                                write_json)
+from transferlab.eval import curves
+from transferlab.recipes import finetune
+from transferlab.recipes.backbone import family
+from transferlab.recipes.common import log
+from transferlab.recipes.task_data import TaskDataConfig, load_task
+
+METHODS_FILE = PRESET_DIR / "curve_methods.toml"
+LM_PLACEHOLDER = "{lm}"
+_PER_CELL = ("train_size", "subset_seed")  # data fields the curve sets for each cell
+
+
+@dataclass(frozen=True)
+class CurveConfig:
+    data: TaskDataConfig = field(default_factory=TaskDataConfig)  # the task, as for finetune
+    sizes: str = "50,100,200,500,1000,2000,all"  # label counts; all = the whole training set
+    seeds: int = 3  # subset (and training) seeds 0 .. seeds-1
+    methods: str = "scratch,glove,features,ulmfit,minilm"  # tables of configs/curve_methods.toml
+    methods_file: str = ""  # a TOML of more methods (or changes to the packaged ones)
+    preset: str = "small"  # the finetune preset of every method that does not name its own
+    reference: str = "scratch"  # sample efficiency: what this method reaches with all labels
+    lm: str = ""  # a `pretrain lm` checkpoint for "{lm}"; "" = pretrain one on PTB in OUT/lm-ptb
+    finetune: tuple[str, ...] = ()  # finetune overrides for every method ("train.threads=2")
+    out: str = "runs/curve"
+    keep_checkpoints: bool = False  # else each cell keeps only its results.json and logs
+    progress: bool = True
+
+    def __post_init__(self):
+        curves.parse_sizes(self.sizes)
+        if self.seeds < 1:
+            raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        names = method_names(self.methods)
+        if len(set(names)) != len(names):
+            raise ValueError(f"methods: {self.methods!r} names a method twice")
+        for name in _PER_CELL:
+            if getattr(self.data, name):
+                raise ValueError(f"data.{name} is set for each cell by --sizes and --seeds; leave it out")
+        for flag in self.finetune:
+            parse_override(flag)
+
+
+def method_names(text: str) -> list[str]:
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    if not names:
+        raise ValueError("methods: name at least one method, e.g. scratch,ulmfit")
+    bad = [m for m in names if not re.fullmatch(r"[A-Za-z0-9_.-]+", m)]
+    if bad:
+        raise ValueError(f"methods: {bad[0]!r} is not a method name (letters, digits, _ . -)")
+    return names
+
+
+# --- methods -------------------------------------------------------------------------------------
+
+def _nest(table: dict) -> dict:
+    """Dotted keys ("train.epochs" = 3) and nested tables ([m.train]) -> one nested dict."""
+    out: dict = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            value = _nest(value)
+        first, *rest = key.split(".")
+        for part in reversed(rest):
+            value = {part: value}
+        out = merge(out, {first: value})
+    return out
+
+
+def _flatten(table: dict, prefix: str = "") -> list[str]:
+    """A nested dict -> dotted overrides with TOML-readable (JSON) values."""
+    out = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            out += _flatten(value, f"{prefix}{key}.")
+        else:
+            out.append(f"{prefix}{key}={json.dumps(value)}")
+    return out
+
+
+def load_methods(cfg: CurveConfig) -> dict[str, dict]:
+    """The chosen methods, each a nested dict of finetune overrides (and maybe ``preset``): the
+    packaged table, with ``--methods-file`` merged over it method by method."""
+    tables = {name: _nest(m) for name, m in read_toml(METHODS_FILE).items()}
+    if cfg.methods_file:
+        for name, m in read_toml(cfg.methods_file).items():
+            if not isinstance(m, dict):
+                raise ConfigError(f"{cfg.methods_file}: {name} must be a table of finetune overrides, got {m!r}")
+            tables[name] = merge(tables.get(name, {}), _nest(m))
+    names = method_names(cfg.methods)
+    unknown = [n for n in names if n not in tables]
+    if unknown:
+        raise ConfigError(f"--methods: unknown method {unknown[0]!r} (known: {', '.join(tables)}; "
+                          f"add your own with --methods-file)")
+    for name in names:
+        preset = tables[name].get("preset", "")
+        if not isinstance(preset, str):
+            raise ConfigError(f"method {name}: preset must be a preset name or a .toml path, got {preset!r}")
+    return {name: tables[name] for name in names}
+
+
+def _fill(value, lm: str):
+    if isinstance(value, dict):
+        return {k: _fill(v, lm) for k, v in value.items()}
+    return value.replace(LM_PLACEHOLDER, lm) if isinstance(value, str) else value
+
+
+def needs_lm(method: dict) -> bool:
+    return LM_PLACEHOLDER in json.dumps(method)
+
+
+def _data_overrides(data: TaskDataConfig) -> list[str]:
+    """The curve's data settings that differ from the defaults, for every method's config."""
+    default = TaskDataConfig()
+    return [f"data.{f.name}={json.dumps(getattr(data, f.name))}" for f in dataclasses.fields(data)
+            if f.name not in _PER_CELL and getattr(data, f.name) != getattr(default, f.name)]
+
+
+def _lm_stage_folder(cfg: CurveConfig, ft: finetune.FinetuneConfig) -> Path:
+    """One target-task LM fine-tuning per distinct LM stage (pretrained LM, its settings, the
+    task's text); the labeled subset does not enter it, so every size and seed shares it."""
+    data = {k: v for k, v in to_dict(ft.data).items() if k not in (*_PER_CELL, "batch_size", "max_len")}
+    lm = to_dict(ft.lm_finetune) | {"out": ""}
+    key = json.dumps([str(Path(ft.pretrained).resolve()), lm, to_dict(ft.text), data], sort_keys=True)
+    return Path(cfg.out) / f"lm-finetuned-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
+
+
+def cell_config(cfg: CurveConfig, name: str, method: dict, size: int, seed: int, lm: str) -> finetune.FinetuneConfig:
+    """Family defaults, then the method's preset, then its overrides, the curve's data and
+    finetune overrides, then the cell's size, seed and folder (``OUT/cells/METHOD-SIZE-SEED``)."""
+    method = _fill(dict(method), lm)
+    preset = method.pop("preset", cfg.preset) or None
+    # step logs off (the curve's bar shows progress) unless the method or the user turns them on
+    overrides = ["train.log_every=0", *_flatten(method), *_data_overrides(cfg.data), *cfg.finetune]
+    encoder = "awd_lstm"
+    for flag in overrides:
+        path, value = parse_override(flag)
+        if path == ["encoder"]:
+            encoder = str(value)
+    defaults = PRESET_DIR / f"defaults_{family(encoder)}.toml"
+    cell = Path(cfg.out) / "cells" / f"{name}-{size}-{seed}"
+    overrides += [f"data.train_size={size}", f"data.subset_seed={seed}", f"train.seed={seed}",
+                  f"out={json.dumps(str(cell))}", "train.progress=false", "lm_finetune.train.progress=false"]
+    try:
+        ft = load_config(finetune.FinetuneConfig, preset, overrides,
+                         base=read_toml(defaults) if defaults.exists() else None, kind="finetune")
+    except ConfigError as e:
+        raise ConfigError(f"method {name}: {e}") from None
+    if ft.pretrained and family(ft.encoder) == "awd_lstm" and not ft.lm_finetune.out:
+        ft = dataclasses.replace(ft, lm_finetune=dataclasses.replace(ft.lm_finetune,
+                                                                     out=str(_lm_stage_folder(cfg, ft))))
+    return ft
+
+
+def _check_lm(cfg: CurveConfig) -> None:
+    if cfg.lm and not Path(cfg.lm).is_dir():
+        raise FileNotFoundError(f"--lm {cfg.lm}: no such checkpoint folder (a `transferlab pretrain lm` "
+                                f"output, e.g. runs/lm/best)")
+
+
+def pretrained_lm(cfg: CurveConfig) -> str:
+    """The curve's ``--lm``, or a PTB language model pretrained like the demo's (reused)."""
+    from transferlab.recipes import pretrain_lm
+
+    if cfg.lm:
+        _check_lm(cfg)
+        return cfg.lm
+    out = Path(cfg.out) / "lm-ptb"
+    if (out / "results.json").exists():
+        log(f"reusing the PTB language model in {out}")
+    else:
+        log(f"no --lm given: pretraining an AWD-LSTM language model on PTB into {out}")
+        preset = "tiny" if cfg.preset == "tiny" else "demo"
+        pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, preset,
+                                    [f"out={json.dumps(str(out))}", "train.progress=false"], kind="lm"))
+    return str(out / "best")
+
+
+# --- the curve -----------------------------------------------------------------------------------
+
+def task_name(data: TaskDataConfig) -> str:
+    return data.train or data.task
+
+
+def _clear_checkpoints(folder: Path) -> None:
+    for sub in folder.iterdir():
+        if sub.is_dir():
+            shutil.rmtree(sub)
+
+
+def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int, seed: int) -> dict:
+    summary = finetune.run(ft)
+    test = {k.removeprefix("test_"): v for k, v in summary.items() if k.startswith("test_")}
+    metric = finetune.main_metric(summary["kind"], test)
+    return {"method": name, "size": size, "seed": seed, "metric": metric, "score": float(test[metric]),
+            "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
+
+
+def run(cfg: CurveConfig) -> dict:
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    out = Path(cfg.out)
+    methods = load_methods(cfg)
+    for m in methods:  # a bad method config fails now, not hours into the curve
+        cell_config(cfg, m, methods[m], 1, 0, cfg.lm or LM_PLACEHOLDER)
+    _check_lm(cfg)
+    n_train = len(load_task(cfg.data)["train"])
+    sizes, notes = curves.resolve_sizes(cfg.sizes, n_train)
+    for note in notes:
+        log(note)
+    record = curves.CurveLog.open(out / "curve.jsonl")
+    for note in record.dropped:
+        log(note)
+    other = {r.get("task") for r in record.rows} - {task_name(cfg.data)}
+    if other:
+        raise ValueError(f"{record.path} holds a curve of {', '.join(map(str, sorted(other)))}, not "
+                         f"{task_name(cfg.data)}: give this curve its own --out")
+
+    grid = [(m, size, seed) for size in sizes for seed in range(cfg.seeds) for m in methods]
+    done = record.done()
+    todo = [c for c in grid if c not in done]
+    lm = pretrained_lm(cfg) if any(needs_lm(methods[m]) for m, _, _ in todo) else cfg.lm
+    log(f"curve of {task_name(cfg.data)} ({n_train:,} training examples): {len(methods)} methods x "
+        f"{len(sizes)} sizes x {cfg.seeds} seeds = {len(grid)} cells, {len(grid) - len(todo)} already done")
+    bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="curve", unit=" cell",
+               disable=not cfg.progress, file=sys.stderr, dynamic_ncols=True)
+    for name, size, seed in todo:
+        bar.set_postfix_str(f"{name} {size:,} labels seed {seed}")
+        ft = cell_config(cfg, name, methods[name], size, seed, lm)
+        row = run_cell(cfg, ft, name, size, seed)
+        record.append(row)
+        if not cfg.keep_checkpoints:
+            _clear_checkpoints(Path(ft.out))
+        bar.update(1)
+    bar.close()
+    cells = set(grid)
+    rows = [r for r in record.rows if curves.row_key(r) in cells]
+    return report(cfg, rows, list(methods), sizes, n_train, notes + record.dropped, time.perf_counter() - start)
+
+
+def report(cfg: CurveConfig, rows: list[dict], methods: list[str], sizes: list[int], n_train: int,
+           notes: list[str], wall_s: float) -> dict:
+    """The PNG, the table and ``summary.json`` from the recorded rows."""
+    out = Path(cfg.out)
+    agg_all = curves.aggregate(rows)
+    agg = {m: agg_all[m] for m in methods if m in agg_all}
+    metric = rows[0]["metric"] if rows else "score"
+    efficiency = curves.sample_efficiency(agg, cfg.reference) if cfg.reference in agg else None
+    if efficiency is None:
+        notes = notes + [f"no sample-efficiency summary: the reference method {cfg.reference!r} is not in "
+                         f"--methods (set --reference to another)"]
+        log(notes[-1])
+    task = task_name(cfg.data)
+    png = curves.plot_curves(agg, out / "curve.png", metric, title=f"{task}: learning curves "
+                             f"({cfg.seeds} seeds, mean ± 1 std)", efficiency=efficiency)
+    table = curves.format_table(agg, metric, efficiency, full_size=n_train)
+    (out / "curve.md").write_text(table + "\n", encoding="utf-8")
+    print(f"\n{task}: test {metric} by number of labels\n\n{table}\n")
+    if efficiency is not None:
+        ref = efficiency
+        print(f"{ref['reference']} with {ref['reference_size']:,} labels: {metric} {ref['reference_score']:.4f}")
+        for m, e in ref["methods"].items():
+            print(f"  {m:<12} " + ("never reaches it" if e["reaches_at"] is None else
+                                   f"reaches it with {e['reaches_at']:,} labels: "
+                                   f"{e['label_savings']:.1f}x fewer"))
+    print(f"chart: {png}")
+    summary = {"task": task, "metric": metric, "n_train": n_train, "sizes": sizes,
+               "seeds": cfg.seeds, "methods": methods, "preset": cfg.preset, "notes": notes,
+               "curve": {m: {str(size): s for size, s in by_size.items()} for m, by_size in agg.items()},
+               "efficiency": efficiency, "figures": curves.curve_figures(agg, efficiency, metric, n_train),
+               "png": str(png), "table": str(out / "curve.md"), "rows": len(rows), "wall_s": wall_s,
+               "cells_train_s": sum(float(r.get("wall_s", 0.0)) for r in rows),
+               "config": to_dict(cfg)}
+    write_json(summary, out / "summary.json")
+    return summary
