@@ -293,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
     p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
     p.add_argument("--encoder", help="awd_lstm (default), fasttext (Joulin et al.'s bag of words and bigrams), "
-                                     "transformer, or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
+                                     "transformer, word vectors as the encoder (glove-6b-50d, a vectors folder), "
+                                     "or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
     p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
     p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
                                         "mlm|clm for transformer); omit to train from scratch")

@@ -212,3 +212,20 @@ def test_frozen_mix_caches_each_sequence_once():
     torch.testing.assert_close(again[0, :2], first[1, :2], atol=1e-3, rtol=1e-3)
     first.sum().backward()
     assert frozen.mix.weights.grad is not None
+
+
+def test_word_vectors_as_the_encoder_frozen_or_trained(data, tmp_path, shared_data):
+    """--encoder glove-6b-50d: a bag of GloVe vectors under a linear head; frozen with
+    --adapt=features (a 1-layer mix), trained otherwise; the checkpoint reloads."""
+    from transferlab.recipes.finetune import load_task_model
+
+    frozen = _finetune(data, tmp_path, "cls", "glove-6b-50d", "--adapt=features", "--train.epochs=8",
+                       "--features_lr=1e-2")
+    assert frozen["test_accuracy"] > 0.8  # good/great vs bad/awful: GloVe separates them
+    predictor = load_task_model(frozen["checkpoint"])
+    assert predictor.backbone.family == "static" and predictor.model.encoder.used == [0]
+    cfg = TaskDataConfig(task="", train=str(data / "cls_test.tsv"))
+    again = predict.evaluate(frozen["checkpoint"], read_examples(cfg, "test", cfg.train), "cls_test.tsv")
+    assert again["accuracy"] == pytest.approx(frozen["test_accuracy"])
+    tuned = _finetune(data, tmp_path / "tuned", "cls", "glove-6b-50d", "--train.epochs=2")
+    assert tuned["adapt"] == "finetune" and tuned["steps"] > 0

@@ -66,7 +66,10 @@ class Backbone:
 
 
 def family(encoder: str) -> str:
-    return encoder if encoder in FAMILIES else "hf"
+    """awd_lstm | transformer | fasttext | static (word vectors) | hf (any other name)."""
+    if encoder in FAMILIES:
+        return encoder
+    return "static" if is_vectors(encoder) else "hf"
 
 
 # --- word level (AWD-LSTM, fastText) ----------------------------------------------------------
@@ -178,6 +181,11 @@ def rebuild_encoder(files: dict) -> nn.Module:
         return FastTextEncoder(from_dict(FastTextConfig, spec["config"], "fasttext."))
     if spec["name"] == "transformer":
         return Transformer(from_dict(TransformerConfig, spec["config"], "transformer."))
+    if spec["name"] == "static":
+        from transferlab.encoders.static import StaticEncoder
+
+        c = spec["config"]
+        return StaticEncoder(torch.zeros(len(files["vocab"]["itos"]), c["dim"]), trainable=c["trainable"])
     from transformers import AutoConfig, AutoModel
 
     from transferlab.encoders.hf import HFEncoder
@@ -190,6 +198,8 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
     """The backbone of a saved task model: its encoder's shape and its tokenization."""
     encoder = rebuild_encoder(files)
     spec = files["encoder"]
+    if spec["name"] == "static":
+        return static_backbone(None, text, encoder=encoder, vocab=Vocab.from_dict(files["vocab"]))
     if spec["name"] in ("awd_lstm", "fasttext"):
         return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True,
                              fam=spec["name"])
@@ -206,11 +216,15 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbo
 
 # --- static vectors (a 0-layer encoder) -------------------------------------------------------
 
-def static_backbone(wv, text: TextConfig, trainable: bool = False) -> Backbone:
-    """Word vectors behind the Encoder contract: words looked up as written, then lower-cased."""
+def static_backbone(wv, text: TextConfig, trainable: bool = False, encoder=None, vocab: Vocab | None = None
+                    ) -> Backbone:
+    """Word vectors behind the Encoder contract: words looked up as written, then lower-cased
+    (``encoder`` and ``vocab`` instead of ``wv`` when rebuilding a saved task model)."""
     from transferlab.encoders.static import StaticEncoder, lookup
 
-    encoder, vocab = StaticEncoder.from_vectors(wv, trainable)
+    if encoder is None:
+        encoder, vocab = StaticEncoder.from_vectors(wv, trainable)
+    trainable = encoder.embedding.weight.requires_grad
     tok = tokenizer(text)
 
     def texts(batch: list[str]) -> list[list[int]]:

@@ -65,7 +65,7 @@ class TaskConfig:
 class FinetuneConfig:
     data: TaskDataConfig = field(default_factory=TaskDataConfig)
     text: TextConfig = field(default_factory=TextConfig)
-    encoder: str = "awd_lstm"  # awd_lstm | fasttext | transformer | a Hugging Face model (minilm-l6, ...)
+    encoder: str = "awd_lstm"  # awd_lstm | fasttext | transformer | word vectors (glove-6b-50d) | a Hugging Face model
     pretrained: str = ""  # awd_lstm: an LM checkpoint; transformer: an MLM/CLM one; "" = from scratch
     # static vectors (glove-6b-50d, a `pretrain word2vec|fasttext|glove` output, a word2vec/GloVe
     # file) for the embedding of an encoder trained from scratch; its dim follows the vectors'
@@ -136,7 +136,7 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     fam = bb.family(cfg.encoder)
     wv = None
     if cfg.vectors:
-        if cfg.pretrained or fam == "hf":
+        if cfg.pretrained or fam in ("hf", "static"):
             raise ValueError(f"--vectors initializes the embedding of an encoder trained from scratch; "
                              f"{cfg.pretrained or cfg.encoder} brings its own")
         from transferlab.vectors.keyed import load_vectors
@@ -145,6 +145,10 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
         log(f"{cfg.vectors}: {len(wv):,} vectors of {wv.dim} dimensions")
     if fam == "hf":
         return bb.hf_backbone(cfg.encoder, cfg.data.max_len)
+    if fam == "static":  # word vectors as the encoder: frozen under --adapt=features, trained otherwise
+        from transferlab.vectors.keyed import load_vectors
+
+        return bb.static_backbone(load_vectors(cfg.encoder), cfg.text, trainable=cfg.adapt == "finetune")
     if fam == "transformer":
         tcfg = cfg.transformer if wv is None else dataclasses.replace(cfg.transformer, dim=wv.dim)
         b = bb.transformer_backbone(tcfg, cfg.subword, cfg.pretrained, all_texts(data["train"]),
@@ -225,7 +229,7 @@ def build_model(cfg: FinetuneConfig, b: bb.Backbone, kind: Kind, n_out: int) -> 
     if kind == "tag":
         return TaggerModel(encoder, TokenTagger(dim, n_out, cfg.task.dropout))
     pooling = cfg.task.pooling
-    if b.family == "fasttext":  # Joulin et al.: the average of the bag, one linear layer
+    if b.family in ("fasttext", "static"):  # Joulin et al.: the average of the bag, one linear layer
         return TaskModel(encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
                                                cfg.task.dropout, pooler=False))
     if b.family == "awd_lstm" and pooling in ("auto", "concat"):
