@@ -124,3 +124,13 @@ def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
     assert pg[0]["lr"] == pytest.approx(1e-2 / 2.6**3)
     n = sum(p.numel() for g in pg for p in g["params"])
     assert n == sum(p.numel() for p in lm.parameters())  # every parameter once
+
+
+def test_valid_size_scores_a_fixed_subset_of_validation(shared_data):
+    from transferlab.recipes.task_data import TaskDataConfig, load_task
+
+    full = load_task(TaskDataConfig(task="sst2", train_size=10))
+    cut = load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))
+    assert len(cut["valid"]) == 100 and len(full["valid"]) > 100 and cut["test"] == full["test"]
+    assert set(map(str, cut["valid"])) <= set(map(str, full["valid"]))
+    assert cut["valid"] == load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))["valid"]

@@ -67,6 +67,7 @@ class CurveConfig:
     lm: str = ""  # a `pretrain lm` checkpoint for "{lm}"; "" = pretrain one on PTB in OUT/lm-ptb
     finetune: tuple[str, ...] = ()  # finetune overrides for every method ("train.threads=2")
     out: str = "runs/curve"
+    record: str = ""  # the JSONL of finished cells; "" = OUT/curve.jsonl (elsewhere: kept apart from OUT)
     keep_checkpoints: bool = False  # else each cell keeps only its results.json and logs
     progress: bool = True
 
@@ -251,7 +252,7 @@ def run(cfg: CurveConfig) -> dict:
     sizes, notes = curves.resolve_sizes(cfg.sizes, n_train)
     for note in notes:
         log(note)
-    record = curves.CurveLog.open(out / "curve.jsonl")
+    record = curves.CurveLog.open(Path(cfg.record) if cfg.record else out / "curve.jsonl")
     for note in record.dropped:
         log(note)
     other = {r.get("task") for r in record.rows} - {task_name(cfg.data)}

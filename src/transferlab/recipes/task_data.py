@@ -36,12 +36,14 @@ class TaskDataConfig:
     train_size: int = 0  # number of labeled training examples used; 0 = all
     subset_seed: int = 0  # which random subset; subsets of one seed are nested
     valid_fraction: float = 0.1  # held out of train when the task has no validation split
+    valid_size: int = 0  # score at most this many validation examples (a fixed random subset); 0 = all
     batch_size: int = 32
     max_len: int = 0  # tokens kept per text; 0 = all
 
     def __post_init__(self):
-        if self.train_size < 0:
-            raise ValueError(f"data.train_size must be >= 0, got {self.train_size}")
+        if self.train_size < 0 or self.valid_size < 0:
+            raise ValueError(f"data.train_size and data.valid_size must be >= 0, got {self.train_size}, "
+                             f"{self.valid_size}")
         if not 0.0 < self.valid_fraction < 1.0:
             raise ValueError(f"data.valid_fraction must be in (0, 1), got {self.valid_fraction}")
         if self.batch_size < 1:
@@ -112,6 +114,8 @@ def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
         test = read_examples(cfg, "test", "")
     else:
         test = valid
+    if cfg.valid_size and len(valid) > cfg.valid_size:  # (test, when it is valid, stays whole)
+        valid = [valid[i] for i in nested_subset(len(valid), cfg.valid_size, seed=54321)]
     if cfg.train_size > len(train):
         raise ValueError(f"data.train_size={cfg.train_size} but the training set has only {len(train)} examples")
     train = [train[i] for i in nested_subset(len(train), cfg.train_size, cfg.subset_seed)]
