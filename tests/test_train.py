@@ -1,6 +1,7 @@
 """fit(): learning, gradient accumulation, clipping, schedules over groups, early stopping,
 best checkpoints, and exact resume after a crash."""
 
+import contextlib
 import json
 import math
 
@@ -255,11 +256,15 @@ def test_metrics_go_to_jsonl_and_tensorboard_when_installed(tmp_path, monkeypatc
     assert [s for tag, _, s in scalars if tag == "train/loss"] == [2, 4, 6, 8]
 
 
-def test_bf16_on_a_cpu_without_it_warns(monkeypatch):
+def test_bf16_on_a_cpu_without_it_falls_back_to_fp32(monkeypatch):
     from transferlab import devices
 
     monkeypatch.setattr(devices, "cpu_has_bf16", lambda: False)
-    with pytest.warns(UserWarning, match="train.precision=fp32"):
-        assert devices.precision(TrainConfig(precision="bf16"), torch.device("cpu")) == "bf16"
+    devices._warn_no_bf16.cache_clear()
+    with pytest.warns(UserWarning, match="runs in fp32"):
+        assert devices.precision(TrainConfig(precision="bf16"), torch.device("cpu")) == "fp32"
+    assert isinstance(devices.autocast(TrainConfig(precision="bf16"), torch.device("cpu"))(), contextlib.nullcontext)
+    monkeypatch.setattr(devices, "cpu_has_bf16", lambda: True)
+    assert devices.precision(TrainConfig(precision="bf16"), torch.device("cpu")) == "bf16"
     with pytest.raises(ConfigError, match="fp16"):
         devices.precision(TrainConfig(precision="fp16"), torch.device("cpu"))

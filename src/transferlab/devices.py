@@ -53,15 +53,25 @@ def setup(cfg) -> tuple[int, int, torch.device]:
 
 
 def precision(cfg, device: torch.device) -> str:
-    """"fp32", "bf16" or "fp16": ``auto`` is bf16 on a CUDA device that has it, else fp32."""
+    """"fp32", "bf16" or "fp16": ``auto`` is bf16 on a CUDA device that has it, else fp32; ``bf16``
+    on a CPU without native bf16 falls back to fp32, with a warning."""
     if cfg.precision == "auto":
         return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
     if cfg.precision == "fp16" and device.type != "cuda":
         raise ConfigError("train.precision='fp16' needs a CUDA device; use 'bf16' or 'fp32' on the CPU")
     if cfg.precision == "bf16" and device.type == "cpu" and not cpu_has_bf16():
-        warnings.warn("train.precision='bf16' on a CPU without native bf16 (AVX512-BF16 or AMX) is "
-                      "emulated and slower than fp32: set --train.precision=fp32", stacklevel=2)
+        _warn_no_bf16()
+        return "fp32"
     return cfg.precision
+
+
+@functools.cache
+def _warn_no_bf16() -> None:
+    # Emulated bf16 is slower than fp32, and oneDNN's LSTM has no emulated bf16 kernel at all
+    # (it fails to build its primitive): the presets that ask for bf16 would crash or crawl.
+    warnings.warn("train.precision='bf16': this CPU has no native bf16 (AVX512-BF16 or AMX), so training "
+                  "runs in fp32 (about half the speed of the bf16 figures in benchmarks/RESULTS.md)",
+                  stacklevel=3)
 
 
 @functools.cache
