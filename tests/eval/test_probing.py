@@ -134,6 +134,32 @@ def test_random_awd_lstm_has_a_row_per_layer(tmp_path, shared_data):
     assert results["n_layers"] == 3 and len(results["tasks"]["chunk"]["control"]) == 3
 
 
+@pytest.mark.parametrize("encoder, extra, n_layers", [
+    ("transformer", ["scratch.transformer.dim=16", "scratch.transformer.n_layers=2", "scratch.transformer.n_heads=2",
+                     "scratch.transformer.ffn_dim=32", "scratch.subword.vocab_size=300"], 3),
+    ("fasttext", ["scratch.fasttext.dim=64", "scratch.fasttext.buckets=1000"], 1),
+    ("minilm-l6", [], 7),
+])
+def test_every_encoder_family_probes(encoder, extra, n_layers, tmp_path, shared_data):
+    """Our Transformer (subword tokenizer, first-subword words), the fastText-style bag of
+    embeddings, and a Hugging Face model: each gives a row per layer and a word- and a
+    sentence-level probe (the awd_lstm and static vectors are tested above). The word-level probe
+    beats the majority class even at random initialization: the embedding tells word types apart."""
+    from transferlab.config import load_config
+    from transferlab.recipes import probe
+
+    cfg = load_config(probe.ProbeRunConfig, None, [
+        f'encoder="{encoder}"', 'tasks="upos,length"', "max_train_sentences=100", "max_test_sentences=50",
+        "sentence_task_size=200", f'cache="{tmp_path / "cache"}"', f'out="{tmp_path / "run"}"', "progress=false",
+        "probe.epochs=3", *extra])
+    results = probe.run(cfg)
+    assert results["n_layers"] == n_layers
+    upos = results["tasks"]["upos"]
+    assert len(upos["accuracy"]) == len(upos["control"]) == n_layers
+    assert max(upos["accuracy"]) > upos["majority"] + 0.1
+    assert len(results["tasks"]["length"]["accuracy"]) == n_layers
+
+
 def test_an_encoder_without_word_alignment_says_so_by_name():
     from transferlab.recipes.probe import check_alignment
 
