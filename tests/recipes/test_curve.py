@@ -215,6 +215,24 @@ def test_ulmfit_cells_share_one_lm_finetuning(task, tmp_path, monkeypatch):
     cell = json.loads((out / "cells" / "ulmfit-16-0" / "config.json").read_text())
     assert cell["pretrained"] == lm and cell["lm_finetune"]["out"] == str(stages[0])
 
+    # The same recipe in another folder is the same LM: nothing reruns. Another recipe is not:
+    # both cells run again from it, and the curve reads only its rows (the old ones stay on file).
+    def pretrain(folder, steps):
+        return pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, "tiny", [
+            f'data.corpus="{corpus}"', 'data.valid_split="train"', 'data.test_split="train"', "train.progress=false",
+            f"train.steps={steps}", f'out="{tmp_path / folder}"'], kind="lm"))["checkpoint"]
+
+    twin, other = pretrain("twin", 2), pretrain("other", 3)
+    ids = {curve.lm_identity(curve.CurveConfig(methods="ulmfit", lm=p)) for p in (lm, twin)}
+    assert len(ids) == 1 and curve.lm_identity(curve.CurveConfig(methods="ulmfit", lm=other)) not in ids
+    assert all(r["lm_id"] in ids for r in _rows(out))
+    args = _args(task, out, "--methods", "ulmfit", "--sizes", "16,all", "--seeds", "1",
+                 "--lm_finetune.train.steps=5")
+    assert cli.main([*args, "--lm", twin]) == 0 and len(stages) == 1
+    assert cli.main([*args, "--lm", other]) == 0 and len(stages) == 2 and len(_rows(out)) == 4
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rows"] == 2 and "another language model" in " ".join(summary["notes"])
+
 
 def test_without_lm_the_curve_pretrains_one_once(tmp_path, monkeypatch):
     from transferlab.recipes import pretrain_lm

@@ -12,7 +12,9 @@ its row goes to ``OUT/curve.jsonl`` as soon as it ends, so an interrupted curve 
 stopped (a half-written row is detected and its cell run again; a cell interrupted mid-training
 resumes from its checkpoint). The ULMFiT methods share one target-task LM fine-tuning per
 curve (``OUT/lm-finetuned-HASH``, one per distinct LM-stage setting); without ``--lm`` a small
-PTB language model is pretrained first (``OUT/lm-ptb``, the demo's).
+PTB language model is pretrained first (``OUT/lm-ptb``, the demo's). Their rows carry the
+identity of the pretrained LM's recipe (:func:`lm_identity`), so a curve resumed with another
+``--lm`` runs those cells again instead of mixing two language models in one line.
 
 Writes ``OUT/curve.png`` (score against labels, log scale, mean and ±1 std band per method),
 ``OUT/curve.md`` (the table) and ``OUT/summary.json`` (means, standard deviations, the
@@ -201,6 +203,15 @@ def _check_lm(cfg: CurveConfig) -> None:
                                 f"output, e.g. runs/lm/best)")
 
 
+def _own_lm_config(cfg: CurveConfig):
+    """The config of the PTB language model the curve pretrains when no ``--lm`` is given."""
+    from transferlab.recipes import pretrain_lm
+
+    out = Path(cfg.out) / "lm-ptb"
+    return load_config(pretrain_lm.PretrainLMConfig, "tiny" if cfg.preset == "tiny" else "demo",
+                       [f"out={json.dumps(str(out))}", "train.progress=false"], kind="lm")
+
+
 def pretrained_lm(cfg: CurveConfig) -> str:
     """The curve's ``--lm``, or a PTB language model pretrained like the demo's (reused)."""
     from transferlab.recipes import pretrain_lm
@@ -213,10 +224,36 @@ def pretrained_lm(cfg: CurveConfig) -> str:
         log(f"reusing the PTB language model in {out}")
     else:
         log(f"no --lm given: pretraining an AWD-LSTM language model on PTB into {out}")
-        preset = "tiny" if cfg.preset == "tiny" else "demo"
-        pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, preset,
-                                    [f"out={json.dumps(str(out))}", "train.progress=false"], kind="lm"))
+        pretrain_lm.run(_own_lm_config(cfg))
     return str(out / "best")
+
+
+# Settings that change where or how visibly a model trains, not the model.
+_NOT_THE_MODEL = {"out", "progress", "log_every", "threads", "device", "save_every"}
+
+
+def _model_settings(config):
+    if isinstance(config, dict):
+        return {k: _model_settings(v) for k, v in config.items() if k not in _NOT_THE_MODEL}
+    return config
+
+
+def lm_identity(cfg: CurveConfig) -> str:
+    """What makes two language models the same LM for the curve's record: the resolved config
+    they were pretrained with (corpus, sizes, steps, seed...), as a short digest. The weights
+    cannot be the key: one recipe run on two machines differs in its last bits (bf16 or fp32,
+    the CPU's kernels), and a curve resumed on another machine must not rerun every cell for
+    that. A different recipe or corpus is a different LM, and its cells run again."""
+    if cfg.lm:
+        _check_lm(cfg)
+        path = Path(cfg.lm) / "config.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"--lm {cfg.lm}: no config.json; is it a `transferlab pretrain lm` checkpoint?")
+        config = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        config = to_dict(_own_lm_config(cfg))
+    digest = json.dumps(_model_settings(config), sort_keys=True)
+    return hashlib.sha1(digest.encode()).hexdigest()[:12]
 
 
 # --- the curve -----------------------------------------------------------------------------------
@@ -237,6 +274,13 @@ def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int
     metric = finetune.main_metric(summary["kind"], test)
     return {"method": name, "size": size, "seed": seed, "metric": metric, "score": float(test[metric]),
             "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
+
+
+def _current(row: dict, methods: dict[str, dict], lm_id: str | None) -> bool:
+    """Whether a recorded row still stands: a method that starts from the curve's LM must have
+    been run from this LM (rows from another stay in the file, left out of this curve)."""
+    method = methods.get(row["method"])
+    return method is None or not needs_lm(method) or row.get("lm_id") == lm_id
 
 
 def run(cfg: CurveConfig) -> dict:
@@ -261,7 +305,14 @@ def run(cfg: CurveConfig) -> dict:
                          f"{task_name(cfg.data)}: give this curve its own --out")
 
     grid = [(m, size, seed) for size in sizes for seed in range(cfg.seeds) for m in methods]
-    done = record.done()
+    lm_id = lm_identity(cfg) if any(needs_lm(m) for m in methods.values()) else None
+    current = [r for r in record.rows if _current(r, methods, lm_id)]
+    stale = {curves.row_key(r) for r in record.rows if not _current(r, methods, lm_id)} & set(grid)
+    if stale:
+        notes.append(f"{len(stale)} cell(s) recorded from another language model than this one (LM id {lm_id}) "
+                     f"are left out of the curve and run again")
+        log(notes[-1])
+    done = {curves.row_key(r) for r in current}
     todo = [c for c in grid if c not in done]
     lm = pretrained_lm(cfg) if any(needs_lm(methods[m]) for m, _, _ in todo) else cfg.lm
     log(f"curve of {task_name(cfg.data)} ({n_train:,} training examples): {len(methods)} methods x "
@@ -272,13 +323,16 @@ def run(cfg: CurveConfig) -> dict:
         bar.set_postfix_str(f"{name} {size:,} labels seed {seed}")
         ft = cell_config(cfg, name, methods[name], size, seed, lm)
         row = run_cell(cfg, ft, name, size, seed)
+        if needs_lm(methods[name]):
+            row["lm_id"] = lm_id
         record.append(row)
+        current.append(row)
         if not cfg.keep_checkpoints:
             _clear_checkpoints(Path(ft.out))
         bar.update(1)
     bar.close()
     cells = set(grid)
-    rows = [r for r in record.rows if curves.row_key(r) in cells]
+    rows = [r for r in current if curves.row_key(r) in cells]
     return report(cfg, rows, list(methods), sizes, n_train, notes + record.dropped, time.perf_counter() - start)
 
 
