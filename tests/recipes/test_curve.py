@@ -163,7 +163,7 @@ def test_methods_file_adds_and_changes_methods(tmp_path):
     (tmp_path / "m.toml").write_text('[mine]\nencoder = "fasttext"\n"train.epochs" = 2\n\n'
                                      '[scratch.train]\nlr = 0.5\n', encoding="utf-8")
     cfg = curve.CurveConfig(methods="mine,scratch,ulmfit", methods_file=str(tmp_path / "m.toml"), preset="tiny",
-                            lm="runs/lm/best", out=str(tmp_path / "o"))
+                            lm="runs/lm/best", out=str(tmp_path / "o"), min_steps=0)
     methods = curve.load_methods(cfg)
     mine = curve.cell_config(cfg, "mine", methods["mine"], 16, 1, cfg.lm)
     assert mine.encoder == "fasttext" and mine.train.epochs == 2 and mine.train.seed == 1
@@ -249,3 +249,22 @@ def test_without_lm_the_curve_pretrains_one_once(tmp_path, monkeypatch):
     assert curve.pretrained_lm(cfg) == str(tmp_path / "lm-ptb" / "best") == curve.pretrained_lm(cfg)
     assert len(calls) == 1 and calls[0].data.corpus == "ptb" and calls[0].out == str(tmp_path / "lm-ptb")
     assert calls[0].train.steps == 1600  # the demo preset
+
+
+def test_few_labels_train_for_min_steps_in_more_epochs():
+    from transferlab.train import TrainConfig
+
+    recipe = TrainConfig(epochs=3)
+    # 100 labels in batches of 32: 3 batches an epoch (the last partial one dropped), 9 steps
+    longer = curve.at_least(recipe, 100, 32, 200)
+    assert longer.epochs == 67 and longer.epochs * 3 >= 200
+    assert longer.eval_every == 67 and longer.save_every == 67  # still 3 evaluations, spread out
+    assert curve.at_least(recipe, 5000, 32, 200) == recipe  # 468 steps: as the recipe says
+    assert curve.at_least(recipe, 100, 32, 0) == recipe  # min_steps=0: off
+    assert curve.at_least(TrainConfig(steps=50), 100, 32, 200).steps == 50  # a fixed step count stands
+    assert curve.at_least(TrainConfig(epochs=2, grad_accum=2), 20, 32, 10).epochs == 10  # one batch, one step
+    cfg = curve.CurveConfig(methods="minilm", lm="runs/lm/best", out="o")
+    cell = curve.cell_config(cfg, "minilm", curve.load_methods(cfg)["minilm"], 50, 0, cfg.lm)
+    assert cell.train.epochs * 1 >= 200 and cell.data.train_size == 50
+    with pytest.raises(ValueError, match="min_steps must be >= 0"):
+        curve.CurveConfig(min_steps=-1)

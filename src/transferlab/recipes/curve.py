@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 import shutil
 import sys
@@ -66,6 +67,7 @@ class CurveConfig:
     methods_file: str = ""  # a TOML of more methods (or changes to the packaged ones)
     preset: str = "small"  # the finetune preset of every method that does not name its own
     reference: str = "scratch"  # sample efficiency: what this method reaches with all labels
+    min_steps: int = 200  # optimizer steps a cell trains at least (more epochs on few labels); 0 = off
     lm: str = ""  # a `pretrain lm` checkpoint for "{lm}"; "" = pretrain one on PTB in OUT/lm-ptb
     finetune: tuple[str, ...] = ()  # finetune overrides for every method ("train.threads=2")
     out: str = "runs/curve"
@@ -77,6 +79,8 @@ class CurveConfig:
         curves.parse_sizes(self.sizes)
         if self.seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        if self.min_steps < 0:
+            raise ValueError(f"min_steps must be >= 0, got {self.min_steps}")
         names = method_names(self.methods)
         if len(set(names)) != len(names):
             raise ValueError(f"methods: {self.methods!r} names a method twice")
@@ -194,7 +198,29 @@ def cell_config(cfg: CurveConfig, name: str, method: dict, size: int, seed: int,
     if ft.pretrained and family(ft.encoder) == "awd_lstm" and not ft.lm_finetune.out:
         ft = dataclasses.replace(ft, lm_finetune=dataclasses.replace(ft.lm_finetune,
                                                                      out=str(_lm_stage_folder(cfg, ft))))
-    return ft
+    return dataclasses.replace(ft, train=at_least(ft.train, size, ft.data.batch_size, cfg.min_steps))
+
+
+def at_least(train, size: int, batch_size: int, min_steps: int):
+    """The cell's training, lengthened to ``min_steps`` optimizer steps where its epochs of
+    ``size`` examples give fewer. A recipe's epochs are sized for thousands of labels: 3 epochs
+    of 100 examples are 9 steps of BERT fine-tuning, which leaves the model where it started, and
+    a curve would then measure the step count rather than the labels. Few-sample fine-tuning
+    trains longer (Mosbach et al. 2021, "On the Stability of Fine-tuning BERT"; Zhang et al. 2021,
+    "Revisiting Few-sample BERT Fine-tuning"), every method alike here. The epochs grow, so
+    epoch-based recipes (gradual unfreezing, the schedules over all steps) keep their shape;
+    evaluation (which keeps the best checkpoint) stays at the recipe's count of evaluations,
+    spread over the longer run (and checkpoints with them). A fixed ``train.steps`` is left alone."""
+    # batches per epoch as finetune makes them: the last partial batch dropped when there are more
+    n_batches = size // batch_size if size > batch_size else 1
+    steps_per_epoch = math.ceil(n_batches / train.grad_accum)
+    if not min_steps or train.steps or train.epochs * steps_per_epoch >= min_steps:
+        return train
+    epochs = math.ceil(min_steps / steps_per_epoch)
+    evals = train.epochs if not train.eval_every else math.ceil(train.epochs * steps_per_epoch / train.eval_every)
+    every = math.ceil(epochs * steps_per_epoch / evals)
+    # checkpoints with the evaluations, not at each of the many short epochs
+    return dataclasses.replace(train, epochs=epochs, eval_every=every, save_every=train.save_every or every)
 
 
 def _check_lm(cfg: CurveConfig) -> None:
