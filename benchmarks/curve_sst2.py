@@ -6,7 +6,8 @@
 50, 100, 200, 500, 1,000, 2,000 and all labels, 3 seeds of nested random subsets, and five
 methods (``configs/curve_methods.toml``): the AWD-LSTM from scratch, the same with a GloVe
 embedding, MiniLM-L6 frozen behind a scalar mix (features), ULMFiT from a PTB language model, and
-MiniLM-L6 fine-tuned; the AWD-LSTM methods on the ``small`` finetune preset. Without ``--lm`` the
+MiniLM-L6 fine-tuned; the AWD-LSTM methods on the ``small`` finetune preset. Every cell trains at
+least 200 optimizer steps (the curve's ``min_steps``: more epochs where the labels are few). Without ``--lm`` the
 curve pretrains its PTB language model first (the demo's, ``OUT/lm-ptb``). Resumable: a rerun
 skips the cells already recorded in ``benchmarks/results/curve_sst2.jsonl`` (committed, so the
 curve resumes across sessions and fresh checkouts). Validation, which picks the best epoch, is
