@@ -17,7 +17,8 @@ scored on a fixed 1,000 of SST-2's 6,735 validation phrases (``--valid-size``); 
 Figures (``benchmarks/results/curve_sst2.json``), per method: ``METHOD_label_savings`` (how many
 times fewer labels than scratch with all labels the method needs to match it; 0 where it never
 does) and ``METHOD_acc_100`` (mean test accuracy with 100 labels). The chart is copied to
-``benchmarks/curve_sst2.png``.
+``benchmarks/curve_sst2.png``. ``--report-only`` writes them from the cells recorded so far (the
+JSON's ``notes`` name the cells not yet run).
 """
 
 from __future__ import annotations
@@ -46,10 +47,13 @@ def main() -> None:
                     help="validation sentences scored after each epoch (of 6,735; the test set is whole)")
     ap.add_argument("--record", default=str(Path(__file__).parent / "results" / "curve_sst2.jsonl"),
                     help="the finished cells, kept in the repository so the curve resumes in a fresh checkout")
+    ap.add_argument("--report-only", action="store_true",
+                    help="train nothing: the figures, chart and JSON of the cells recorded so far")
     args = ap.parse_args()
     cfg = curve.CurveConfig(data=TaskDataConfig(task="sst2", valid_size=args.valid_size), sizes=args.sizes,
                             seeds=args.seeds, methods=args.methods, preset=args.preset, lm=args.lm, out=args.out,
-                            record=args.record, finetune=("train.threads=2", "train.log_every=0"))
+                            record=args.record, finetune=("train.threads=2", "train.log_every=0"),
+                            report_only=args.report_only)
     summary = curve.run(cfg)
     methods = summary["methods"]
     flat = summary["figures"]
@@ -61,7 +65,7 @@ def main() -> None:
     write_result("curve_sst2", figures, all_figures=flat, efficiency=summary["efficiency"], curve=summary["curve"],
                  sizes=summary["sizes"], seeds=args.seeds, n_train=summary["n_train"], preset=args.preset,
                  lm=args.lm or str(Path(args.out) / "lm-ptb" / "best"), wall_s=summary["wall_s"],
-                 cells_train_s=summary["cells_train_s"])
+                 cells_train_s=summary["cells_train_s"], rows=summary["rows"], notes=summary["notes"])
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ EXAMPLES = {
              "  transferlab curve --task sst2 --methods scratch,ulmfit --lm runs/demo/lm-ptb/best --sizes 100,1000\n"
              "  transferlab curve --train my.tsv --text-col review --label-col stars --methods scratch,fasttext "
              "--preset tiny\n"
-             "  transferlab curve --task sst2 --methods scratch,mine --methods-file my_methods.toml --train.threads=2",
+             "  transferlab curve --task sst2 --methods scratch,mine --methods-file my_methods.toml --train.threads=2\n"
+             "  transferlab curve --task sst2 --out runs/curve --report-only   # the chart so far, training nothing",
     "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
             "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
 }
@@ -252,7 +253,8 @@ def cmd_curve(args, overrides) -> None:
                  "data.text_col": args.text_col, "data.text_b_col": args.text_b_col, "data.label_col": args.label_col,
                  "data.tags": args.tags, "sizes": args.sizes, "seeds": args.seeds, "methods": args.methods,
                  "methods_file": args.methods_file, "lm": args.lm, "preset": args.method_preset,
-                 "reference": args.reference, "finetune": for_methods or None})
+                 "reference": args.reference, "finetune": for_methods or None,
+                 "report_only": args.report_only or None})
     curve.run(cfg)
 
 
@@ -382,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", dest="method_preset", metavar="PRESET",
                    help="the finetune preset of the methods that do not name their own: small (default), tiny (preset)")
     p.add_argument("--reference", help="the method whose all-labels score the others must reach (reference)")
+    p.add_argument("--report-only", action="store_true",
+                   help="train nothing: chart, table and summary of the cells recorded so far (report_only)")
     p.add_argument("--config", help="a TOML file of curve settings")
     p.add_argument("--out", help="output folder (default runs/curve)")
     p.set_defaults(func=cmd_curve, preset=None, seed=None)

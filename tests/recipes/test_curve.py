@@ -142,6 +142,28 @@ def test_half_written_last_row_reruns_that_cell(first, task, tmp_path, monkeypat
     assert len(_rows(out)) == 12 and summary["rows"] == 12
 
 
+def test_report_only_trains_nothing_and_leaves_the_record_alone(first, task, tmp_path, monkeypatch, capsys):
+    """A look at a curve in progress: the cells recorded so far are charted, the missing ones
+    named, a cell with fewer seeds marked, and the record (maybe being written by the running
+    curve, here a half-written last row) left as it is."""
+    lines = (first[0] / "curve.jsonl").read_text().splitlines(keepends=True)
+    record = tmp_path / "partial.jsonl"
+    record.write_text("".join(lines[1:]) + lines[0][:20])  # first cell missing, a row mid-write
+    before = record.read_text()
+
+    def fail(cfg):
+        raise AssertionError(f"cell trained: {cfg.out}")
+
+    monkeypatch.setattr(finetune, "run", fail)
+    assert cli.main(_args(task, tmp_path / "out", "--report-only", f"--record={record}")) == 0
+    assert record.read_text() == before
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    first_row = json.loads(lines[0])
+    assert any(f"not yet run: {first_row['method']} 16 (seed 0)" in n for n in summary["notes"])
+    assert summary["rows"] == 11 and (tmp_path / "out" / "curve.png").exists()
+    assert "(1 of 2 seeds)" in capsys.readouterr().out
+
+
 def test_bad_input_is_named(task, tmp_path):
     with pytest.raises(ConfigError, match=r"unknown method 'nope' \(known: scratch, glove, ulmfit"):
         curve.run(curve.CurveConfig(methods="scratch,nope", out=str(tmp_path)))

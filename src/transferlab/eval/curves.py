@@ -91,14 +91,16 @@ class CurveLog:
     """``curve.jsonl``: one JSON row per finished cell. Open it with :meth:`open`, which drops
     (and reports in ``dropped``) every line that is not a complete row: a last line without its
     newline (the run was interrupted while writing it), invalid JSON, or a row missing a key.
-    The file is rewritten without them, so those cells count as not done and run again."""
+    The file is rewritten without them, so those cells count as not done and run again
+    (``repair=False`` only reads: a curve running in another process may be writing the last
+    line)."""
 
     path: Path
     rows: list[dict] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, path: str | Path) -> CurveLog:
+    def open(cls, path: str | Path, repair: bool = True) -> CurveLog:
         log = cls(Path(path))
         if not log.path.exists():
             return log
@@ -120,7 +122,7 @@ class CurveLog:
                 log.dropped.append(f"{log.path}:{i + 1}: not a complete row, its cell runs again: {line[:80]!r}")
                 continue
             log.rows.append(row)
-        if log.dropped:
+        if log.dropped and repair:
             log._rewrite()
         return log
 
@@ -205,8 +207,8 @@ def _size_label(size: int, full_size: int | None) -> str:
 
 def format_table(agg: dict[str, dict[int, dict]], metric: str, efficiency: dict | None = None,
                  full_size: int | None = None) -> str:
-    """A markdown table: one row per method, ``mean ± std`` per size, then the sample
-    efficiency columns when given."""
+    """A markdown table: one row per method, ``mean ± std`` per size (and the count of seeds
+    where a cell has fewer than the others), then the sample efficiency columns when given."""
     sizes = sorted({size for by_size in agg.values() for size in by_size})
     head = ["method", *(_size_label(s, full_size) for s in sizes)]
     if efficiency is not None:
@@ -214,9 +216,13 @@ def format_table(agg: dict[str, dict[int, dict]], metric: str, efficiency: dict 
                  "label savings"]
     lines = [f"{metric} (mean ± std over seeds)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
+    most = max((s["n"] for by_size in agg.values() for s in by_size.values()), default=0)
+
+    def cell(s: dict) -> str:  # a cell with fewer seeds than the others (a curve in progress) says so
+        return f"{s['mean']:.3f} ± {s['std']:.3f}" + (f" ({s['n']} of {most} seeds)" if s["n"] < most else "")
+
     for method, by_size in agg.items():
-        cells = [method] + [f"{by_size[s]['mean']:.3f} ± {by_size[s]['std']:.3f}" if s in by_size else "-"
-                            for s in sizes]
+        cells = [method] + [cell(by_size[s]) if s in by_size else "-" for s in sizes]
         if efficiency is not None:
             e = efficiency["methods"][method]
             cells += ["never" if e["reaches_at"] is None else f"{e['reaches_at']:,}",

@@ -73,6 +73,7 @@ class CurveConfig:
     out: str = "runs/curve"
     record: str = ""  # the JSONL of finished cells; "" = OUT/curve.jsonl (elsewhere: kept apart from OUT)
     keep_checkpoints: bool = False  # else each cell keeps only its results.json and logs
+    report_only: bool = False  # train nothing: the chart, table and summary of the cells recorded so far
     progress: bool = True
 
     def __post_init__(self):
@@ -309,6 +310,15 @@ def _current(row: dict, methods: dict[str, dict], lm_id: str | None) -> bool:
     return method is None or not needs_lm(method) or row.get("lm_id") == lm_id
 
 
+def _describe(cells: list[tuple[str, int, int]]) -> str:
+    """Cells grouped by method and size: "minilm 60,614 (seeds 1, 2); ulmfit 2,000 (seed 2)"."""
+    seeds: dict[tuple[str, int], list[int]] = {}
+    for method, size, seed in cells:
+        seeds.setdefault((method, size), []).append(seed)
+    return "; ".join(f"{m} {size:,} (seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))})"
+                     for (m, size), s in seeds.items())
+
+
 def run(cfg: CurveConfig) -> dict:
     from tqdm import tqdm
 
@@ -322,7 +332,8 @@ def run(cfg: CurveConfig) -> dict:
     sizes, notes = curves.resolve_sizes(cfg.sizes, n_train)
     for note in notes:
         log(note)
-    record = curves.CurveLog.open(Path(cfg.record) if cfg.record else out / "curve.jsonl")
+    record = curves.CurveLog.open(Path(cfg.record) if cfg.record else out / "curve.jsonl",
+                                  repair=not cfg.report_only)
     for note in record.dropped:
         log(note)
     other = {r.get("task") for r in record.rows} - {task_name(cfg.data)}
@@ -340,6 +351,11 @@ def run(cfg: CurveConfig) -> dict:
         log(notes[-1])
     done = {curves.row_key(r) for r in current}
     todo = [c for c in grid if c not in done]
+    if cfg.report_only and todo:
+        notes.append(f"report only: {len(grid) - len(todo)} of {len(grid)} cells recorded; not yet run: "
+                     f"{_describe(todo)}")
+        log(notes[-1])
+        todo = []
     lm = pretrained_lm(cfg) if any(needs_lm(methods[m]) for m, _, _ in todo) else cfg.lm
     log(f"curve of {task_name(cfg.data)} ({n_train:,} training examples): {len(methods)} methods x "
         f"{len(sizes)} sizes x {cfg.seeds} seeds = {len(grid)} cells, {len(grid) - len(todo)} already done")
