@@ -351,16 +351,17 @@ def run(cfg: CurveConfig) -> dict:
         log(notes[-1])
     done = {curves.row_key(r) for r in current}
     todo = [c for c in grid if c not in done]
-    if cfg.report_only and todo:
-        notes.append(f"report only: {len(grid) - len(todo)} of {len(grid)} cells recorded; not yet run: "
-                     f"{_describe(todo)}")
-        log(notes[-1])
-        todo = []
-    lm = pretrained_lm(cfg) if any(needs_lm(methods[m]) for m, _, _ in todo) else cfg.lm
     log(f"curve of {task_name(cfg.data)} ({n_train:,} training examples): {len(methods)} methods x "
         f"{len(sizes)} sizes x {cfg.seeds} seeds = {len(grid)} cells, {len(grid) - len(todo)} already done")
+    if cfg.report_only:
+        if todo:
+            notes.append(f"report only: {len(grid) - len(todo)} of {len(grid)} cells recorded; not yet run: "
+                         f"{_describe(todo)}")
+            log(notes[-1])
+        todo = []
+    lm = pretrained_lm(cfg) if any(needs_lm(methods[m]) for m, _, _ in todo) else cfg.lm
     bar = tqdm(total=len(grid), initial=len(grid) - len(todo), desc="curve", unit=" cell",
-               disable=not cfg.progress, file=sys.stderr, dynamic_ncols=True)
+               disable=not cfg.progress or cfg.report_only, file=sys.stderr, dynamic_ncols=True)
     for name, size, seed in todo:
         bar.set_postfix_str(f"{name} {size:,} labels seed {seed}")
         ft = cell_config(cfg, name, methods[name], size, seed, lm)
