@@ -21,14 +21,13 @@ Writes ``OUT/curve.png`` (score against labels, log scale, mean and ±1 std band
 sample-efficiency summary: for each method the smallest size at which it reaches what
 ``scratch`` reaches with all labels, and how many times fewer labels that is).
 
-Time on 2 CPU cores for the default sizes, seeds and methods on SST-2 (60,614 training phrases),
-estimated from the per-run wall times of ``benchmarks/results/ulmfit_sst2.json`` and
-``minilm_glue.json`` (``benchmarks/curve_sst2.py`` measures it): the cells of 50-2,000 labels
-take seconds to a few minutes each, most of it scoring the 6,735 validation sentences after each
-epoch (about an hour for all 90 of them); the 15 cells with all labels dominate: about 10
-minutes each for scratch, glove and ulmfit (small preset), 30 for minilm (3 epochs) and 10-30
-for features; with the PTB pretraining (9 minutes) and the LM fine-tuning (about 5), 5 to 6
-hours in all, resumable at any point. Leave ``all`` out of ``--sizes`` for a curve in about an
+Time on 2 CPU cores (AMD EPYC, fp32) for the default sizes, seeds and methods on SST-2 (60,614
+training phrases), measured by ``benchmarks/curve_sst2.py`` (``benchmarks/RESULTS.md``): the 90
+cells of 50-2,000 labels about 45 minutes in all (AWD-LSTM and features cells 7-25 s, fine-tuned
+MiniLM 80-125 s); the 15 cells with all labels about 4.5 hours (a cell: scratch 9-11 minutes,
+glove 5.5, ulmfit 7.5, features 10-12, MiniLM 34); the PTB pretraining and the LM fine-tuning
+once, about 70 minutes in fp32 beside other work (15 with native bf16): 6 hours in all, resumable at
+any point. Leave ``all`` out of ``--sizes`` for a curve in about an
 hour; ``--preset tiny`` makes the AWD-LSTM cells seconds.
 """
 
