@@ -26,7 +26,7 @@ training phrases), measured by ``benchmarks/curve_sst2.py`` (``benchmarks/RESULT
 cells of 50-2,000 labels about 45 minutes in all (AWD-LSTM and features cells 7-25 s, fine-tuned
 MiniLM 80-125 s); the 15 cells with all labels about 3.4 hours (a cell: scratch 9-11 minutes,
 glove 5.5, ulmfit 7, features 10-12, MiniLM 33-38); the PTB pretraining and the LM fine-tuning
-once, about 70 minutes in fp32 beside other work (15 with native bf16): 5.5 hours in all, resumable at
+once, about 70 minutes in fp32 beside other work (15 with native bf16): 5.3 hours in all, resumable at
 any point. Leave ``all`` out of ``--sizes`` for a curve in about an
 hour; ``--preset tiny`` makes the AWD-LSTM cells seconds.
 """
