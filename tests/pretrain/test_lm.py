@@ -19,6 +19,7 @@ from transferlab.pretrain.lm import (
     lm_stream,
     perplexity,
 )
+from transferlab import IGNORE_INDEX
 from transferlab.pretrain import lm
 from transferlab.text.vocab import Vocab
 
@@ -179,3 +180,52 @@ def test_ntasgd_triggers_on_a_non_monotone_loss():
         model.weight.fill_(3.0)
     nt.update()
     assert torch.allclose(nt.averaged.module.weight, torch.full((1, 2), 2.0))
+
+
+def test_sampled_softmax_tends_to_the_full_softmax():
+    from transferlab.pretrain.lm import sampled_cross_entropy
+
+    torch.manual_seed(0)
+    x, w, b = torch.randn(40, 8), torch.randn(30, 8), torch.randn(30)
+    labels = torch.randint(0, 30, (40,))
+    labels[3] = IGNORE_INDEX
+    full = F.cross_entropy(x @ w.t() + b, labels, ignore_index=IGNORE_INDEX)
+    # with far more draws than ids every id is drawn and its expected inclusion is 1: exact
+    assert torch.allclose(sampled_cross_entropy(x, w, b, labels, 100_000), full, atol=1e-5)
+    # with few draws it is a different (cheaper) loss, and it is differentiable
+    w.requires_grad_(True)
+    few = sampled_cross_entropy(x, w, b, labels, 8)
+    few.backward()
+    assert few < full and w.grad.abs().sum() > 0
+
+
+def test_log_uniform_draws_follow_zipf():
+    from transferlab.pretrain.lm import log_uniform_sample
+
+    torch.manual_seed(0)
+    draws = log_uniform_sample(200_000, 1000)
+    expected = math.log(2) / math.log(1001)  # P(0)
+    assert draws.min() >= 0 and draws.max() < 1000
+    assert abs((draws == 0).float().mean().item() - expected) < 0.005
+
+
+def test_lm_loss_samples_only_in_training():
+    from transferlab import IGNORE_INDEX  # noqa: F401
+
+    model = tiny_lm(embed_p=0, input_p=0, hidden_p=0, weight_p=0, output_p=0)
+    batch = {"ids": torch.randint(4, V, (2, 6)), "labels": torch.randint(4, V, (2, 6))}
+    model.eval()
+    full = LMLoss()(model, batch)
+    assert torch.allclose(LMLoss(samples=4)(model, batch), full)  # eval mode: the full softmax
+    model.train()
+    assert not torch.allclose(LMLoss(samples=4)(model, batch), LMLoss()(model, batch))
+
+
+def test_train_flops_per_token_counts_weights_and_scored_rows():
+    from transferlab.pretrain.lm import train_flops_per_token
+
+    model = tiny_lm()
+    weights = sum(p.numel() for n, p in model.encoder.named_parameters() if p.dim() >= 2 and "embedding" not in n)
+    assert train_flops_per_token(model, V) == 6 * (weights + V * 32)
+    sampled = train_flops_per_token(model, V, samples=10)
+    assert 6 * (weights + 2 * 32) < sampled < 6 * (weights + 11 * 32)  # 1 label + at most 10 unique draws

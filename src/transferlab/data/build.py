@@ -233,7 +233,7 @@ def build_corpus(name: str, root: str | os.PathLike | None = None, sources: Iter
         cfg = BuildConfig(tuple(sources), cfg.exclude, cfg.valid_per_mille, cfg.test_per_mille, cfg.min_words)
     folder = Path(root) if root is not None else catalog.cache_dir() / "corpora" / name
     manifest = folder / "manifest.json"
-    settings = asdict(cfg)
+    settings = json.loads(json.dumps(asdict(cfg)))  # tuples as the JSON record holds them: lists
     if not force and manifest.exists() and json.loads(manifest.read_text())["settings"] == settings \
             and all((folder / f"{s}.txt").exists() for s in SPLITS):
         log(f"{name} is already built in {folder}")

@@ -1,0 +1,99 @@
+"""``transferlab pretrain lm`` on a user's corpus: held-out lines for valid and test, a run folder
+that is not silently reused, and a run killed twice that ends bit-identical to an uninterrupted
+one (the way a pretraining of hours runs in pieces)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from safetensors.torch import load_file
+
+from transferlab import cli
+from transferlab.config import load_config
+from transferlab.recipes import pretrain_lm
+
+WORDS = "the a movie film plot was it good bad great dull fun and of to in".split()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
+    path.write_text("\n".join(f"line {i} " + " ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(8))
+                              for i in range(600)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_user_corpus_holds_out_lines_for_valid_and_test(corpus):
+    d = pretrain_lm.LMDataConfig(corpus=str(corpus), held_out=0.1)
+    texts = {split: list(lines) for split, lines in pretrain_lm.lm_texts(d).items()}
+    train, valid, test = (set(texts[s]) for s in ("train", "valid", "test"))
+    assert not (train & valid) and not (train & test) and not (valid & test)
+    assert sum(map(len, texts.values())) == 600
+    assert 15 < len(valid) < 50 and 15 < len(test) < 50  # 5% each
+    assert texts == {s: list(v) for s, v in pretrain_lm.lm_texts(d).items()}  # the same lines every time
+
+
+def test_valid_and_test_files_are_used_as_given(corpus, tmp_path):
+    (tmp_path / "v.txt").write_text("the movie was good\n")
+    (tmp_path / "t.txt").write_text("a dull plot\n")
+    d = pretrain_lm.LMDataConfig(corpus=str(corpus), valid=str(tmp_path / "v.txt"), test=str(tmp_path / "t.txt"))
+    texts = {split: list(lines) for split, lines in pretrain_lm.lm_texts(d).items()}
+    assert texts["valid"] == ["the movie was good"] and texts["test"] == ["a dull plot"]
+    assert len(texts["train"]) == 600
+    with pytest.raises(ValueError, match="data.valid and data.test go together"):
+        pretrain_lm.lm_texts(pretrain_lm.LMDataConfig(corpus=str(corpus), valid=str(tmp_path / "v.txt")))
+
+
+def test_a_catalog_corpus_keeps_its_own_splits(shared_data):
+    texts = pretrain_lm.lm_texts(pretrain_lm.LMDataConfig(corpus="ptb"))
+    assert next(iter(texts["valid"])) != next(iter(texts["train"]))
+
+
+def _args(corpus, out, *extra):
+    return ["pretrain", "lm", "--corpus", str(corpus), "--preset", "tiny", "--out", str(out),
+            "--train.steps=40", "--train.save_every=5", "--train.progress=false", "--lm.samples=16", *extra]
+
+
+def test_a_folder_holding_a_run_needs_resume(corpus, tmp_path, capsys):
+    assert cli.main(_args(corpus, tmp_path / "run")) == 0
+    with pytest.raises(SystemExit):
+        cli.main(_args(corpus, tmp_path / "run"))
+    assert "pass --resume to continue it" in capsys.readouterr().err
+    assert cli.main(_args(corpus, tmp_path / "run", "--resume")) == 0  # finished: resumes to the end at once
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from transferlab import cli, train
+    kill_at = int(os.environ["KILL_AT"])
+    after_step = train._Run._after_step
+    def killing(self):
+        after_step(self)
+        if self.t.step == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+    train._Run._after_step = killing
+    sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
+def test_killed_twice_then_resumed_equals_an_uninterrupted_run(corpus, tmp_path):
+    def run(out, kill_at=0, *extra):
+        env = dict(os.environ, KILL_AT=str(kill_at), OMP_NUM_THREADS="1")
+        return subprocess.run([sys.executable, "-c", KILLER, *_args(corpus, out, "--train.threads=1", *extra)],
+                              env=env, capture_output=True, text=True)
+
+    whole = run(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr
+    first = run(tmp_path / "pieces", 12)  # killed between checkpoints (the last one: step 10)
+    assert first.returncode == -9
+    second = run(tmp_path / "pieces", 27, "--resume")  # redoes 11-12, killed again after step 27
+    assert second.returncode == -9
+    third = run(tmp_path / "pieces", 0, "--resume")
+    assert third.returncode == 0, third.stderr
+    a = load_file(tmp_path / "whole" / "last" / "model.safetensors")
+    b = load_file(tmp_path / "pieces" / "last" / "model.safetensors")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
