@@ -120,12 +120,14 @@ def cmd_pretrain(args, overrides) -> None:
                     {"method": args.objective, "data.corpus": args.corpus})
         print(json.dumps(pretrain_vectors.run(cfg), indent=2))
         return
+    if args.budget and args.preset:
+        raise ConfigError("--budget is a preset: pass --budget or --preset, not both")
+    if args.budget and args.objective not in ("lm", "mlm"):
+        raise ConfigError(f"--budget presets exist for `pretrain lm` and `pretrain mlm`, not {args.objective}")
+    args.preset = args.budget or args.preset
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
 
-        if args.budget and args.preset:
-            raise ConfigError("--budget is a preset: pass --budget or --preset, not both")
-        args.preset = args.budget or args.preset
         cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
                     {"data.corpus": args.corpus, "encoder": args.encoder, "resume": args.resume or None})
         print(json.dumps(pretrain_lm.run(cfg), indent=2))
@@ -300,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
     p.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; mlm, clm: transformer)")
     p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
-    p.add_argument("--budget", choices=["1h", "3h"], help="lm: a preset that spends this much time on 2 CPU "
-                   "cores well (general-en corpus, sampled softmax, bf16); the same as --preset 1h or 3h")
+    p.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 CPU "
+                   "cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
     p.add_argument("--resume", action="store_true", help="lm: continue the run in --out from its last checkpoint "
                    "(bit-identical to an uninterrupted run); without it a folder holding a run is refused")
     _recipe_args(p)

@@ -107,6 +107,14 @@ def lm_texts(d: LMDataConfig) -> dict[str, Iterable[str]]:
     return {split: part(split) for split in ("train", "valid", "test")}
 
 
+def eval_stream(ids: torch.Tensor, d: LMDataConfig, split: str) -> LMStream:
+    """Fixed windows over a held-out stream, in fewer rows when the stream is short."""
+    if len(ids) < 4:
+        raise ConfigError(f"the {split} text of {d.corpus} has {len(ids)} tokens: pass --data.valid and "
+                          f"--data.test files, or hold out more lines with --data.held_out")
+    return LMStream(ids, min(d.eval_batch_size, len(ids) // 2), d.bptt, variable=False)
+
+
 def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
     encoder = AWDLSTM(dataclasses.replace(cfg, vocab_size=vocab_size))
     return LanguageModel(encoder, vocab_size, tie_weights=True)
@@ -135,7 +143,7 @@ def run(cfg: PretrainLMConfig) -> dict:
         return LMStream(streams["train"], d.batch_size, d.bptt, seed=cfg.train.seed, epoch=epoch)
 
     def evaluate(m) -> dict:
-        ppl = perplexity(m, LMStream(streams["valid"], d.eval_batch_size, d.bptt, variable=False))
+        ppl = perplexity(m, eval_stream(streams["valid"], d, "valid"))
         return {"valid_ppl": ppl}
 
     start = time.perf_counter()
@@ -144,8 +152,7 @@ def run(cfg: PretrainLMConfig) -> dict:
     wall = time.perf_counter() - start
     flops = train_flops_per_token(model, len(vocab), cfg.lm.samples)
     best, _ = load_lm(out / "best")
-    test = LMStream(streams["test"], d.eval_batch_size, d.bptt, variable=False)
-    valid = LMStream(streams["valid"], d.eval_batch_size, d.bptt, variable=False)
+    test, valid = eval_stream(streams["test"], d, "test"), eval_stream(streams["valid"], d, "valid")
     summary = {
         "valid_ppl": perplexity(best, valid),
         "test_ppl": perplexity(best, test),
