@@ -268,3 +268,66 @@ def test_bf16_on_a_cpu_without_it_falls_back_to_fp32(monkeypatch):
     assert devices.precision(TrainConfig(precision="bf16"), torch.device("cpu")) == "bf16"
     with pytest.raises(ConfigError, match="fp16"):
         devices.precision(TrainConfig(precision="fp16"), torch.device("cpu"))
+
+
+def test_nt_trigger_is_merity_et_al_s_condition():
+    from transferlab.train import nt_triggered
+
+    assert not nt_triggered([5, 4, 3, 2, 1, 0.9, 0.8, 0.7], 5)  # still improving
+    losses = [3.0, 2.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
+    # index 8 (1.6) is the first loss worse than min(losses[:3]) = 1.0 with more than 5 checks before it
+    assert [i for i in range(len(losses)) if nt_triggered(losses[: i + 1], 5)][0] == 8
+
+
+class Worsening:
+    """A metric that improves twice, then gets worse at every evaluation: averaging starts at the
+    evaluation of step 4 (nt_interval=1), and from then on each evaluation sees the mean weights."""
+
+    def __init__(self):
+        self.seen = []
+
+    def __call__(self, model):
+        self.seen.append(model[0].weight.detach().clone())
+        return {"loss": [3.0, 2.0, 2.5, 2.6, 2.7, 2.8][len(self.seen) - 1]}
+
+
+def _nt_run(out, steps=6, crash=None):
+    x, y = toy_data(16)
+    model = make_mlp()
+    raw = []
+
+    def loss(m, batch):
+        if crash is not None and len(raw) == crash:
+            raise RuntimeError("simulated crash")
+        raw.append(m[0].weight.detach().clone())  # the weights each step starts from
+        return ce(m, batch)
+
+    ev = Worsening()
+    cfg = TrainConfig(lr=0.5, optimizer="sgd", steps=steps, eval_every=1, average="nt", nt_interval=1,
+                      save_every=1, **QUIET)
+    fit(model, loss, lambda e: [{"x": x, "labels": y}], cfg, evaluate=ev, metric="loss", mode="min", out_dir=out)
+    return model, raw, ev
+
+
+def test_nt_averaging_evaluates_the_mean_of_the_weights_since_the_trigger(tmp_path):
+    model, raw, ev = _nt_run(tmp_path / "run")
+    # raw[k] holds the weights after step k; evaluations 1-4 see raw weights. The fourth (2.6) is
+    # worse than the best but the last one before it (min(3.0, 2.0)): averaging starts from the
+    # weights after step 4, and evaluations 5 and 6 see the mean since then
+    assert torch.equal(ev.seen[3], raw[4])
+    after = raw[4:] + [model[0].weight.detach()]  # weights after steps 4, 5, 6
+    assert torch.allclose(ev.seen[4], torch.stack(after[:2]).mean(0), atol=1e-6)
+    assert torch.allclose(ev.seen[5], torch.stack(after).mean(0), atol=1e-6)
+    events = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [e["step"] for e in events if e.get("event") == "averaging starts"] == [4]
+
+
+def test_nt_averaging_resumes_exactly(tmp_path):
+    ref, _, ref_ev = _nt_run(tmp_path / "ref")
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        _nt_run(tmp_path / "crash", crash=5)
+    model, _, ev = _nt_run(tmp_path / "crash")
+    assert torch.equal(model[0].weight, ref[0].weight)
+    assert torch.allclose(ev.seen[-1], ref_ev.seen[-1])
+    assert torch.equal(load_checkpoint(tmp_path / "crash" / "last").tensors["average.0.weight"],
+                       load_checkpoint(tmp_path / "ref" / "last").tensors["average.0.weight"])

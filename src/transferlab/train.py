@@ -64,6 +64,11 @@ class TrainConfig:
     grad_accum: int = 1
     eval_every: int = 0  # steps; 0 = at the end of each epoch
     patience: int = 0  # evaluations without improvement before stopping; 0 = never stop early
+    # "nt": non-monotonically triggered averaging (Merity et al. 2018; with optimizer="sgd" it is
+    # their NT-ASGD): once the metric is worse than the best of all but the last `nt_interval`
+    # evaluations, a running mean of the weights starts; evaluation and `best` use the mean
+    average: Literal["none", "nt"] = "none"
+    nt_interval: int = 5
     save_every: int = 0  # steps; 0 = at each evaluation and epoch end
     save_minutes: float = 0.0  # also save `last` when this many minutes passed since the last save; 0 = off
     seed: int = 0
@@ -83,7 +88,7 @@ class TrainConfig:
                  ("eval_every", self.eval_every >= 0, ">= 0"), ("patience", self.patience >= 0, ">= 0"),
                  ("save_every", self.save_every >= 0, ">= 0"), ("save_minutes", self.save_minutes >= 0, ">= 0"),
                  ("log_every", self.log_every >= 0, ">= 0"),
-                 ("threads", self.threads >= 0, ">= 0")]
+                 ("threads", self.threads >= 0, ">= 0"), ("nt_interval", self.nt_interval >= 1, ">= 1")]
         for name, ok, rule in rules:
             if not ok:
                 raise ConfigError(f"train.{name} must be {rule}, got {getattr(self, name)!r}")
@@ -97,6 +102,13 @@ class TrainConfig:
                 torch.device(self.device)
             except RuntimeError:
                 raise ConfigError(f"train.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}") from None
+
+
+def nt_triggered(values: list[float], n: int) -> bool:
+    """Merity et al.'s non-monotone trigger on a loss history: the last value is worse than the
+    best of all values but the last ``n`` before it, with more than ``n`` before it."""
+    *before, last = values
+    return len(before) > n and last > min(before[: len(before) - n])
 
 
 @functools.cache
@@ -274,6 +286,8 @@ class _Run:
         self.seconds = 0.0
         self.saved_step = -1
         self.saved_at = time.monotonic()
+        self.average: dict[str, Tensor] | None = None  # running mean of the weights (average="nt")
+        self.n_averaged = 0
         self.log = _Log(out, trainer.cfg, trainer.total_steps, show=rank == 0)
 
     # --- resume -----------------------------------------------------------------------------
@@ -290,6 +304,9 @@ class _Run:
             self.loss_fn.load_state_dict(unpack_state(st["loss_state"], ckpt.tensors, t.device))
         if self.scaler is not None and st.get("scaler"):
             self.scaler.load_state_dict(st["scaler"])
+        if st.get("average"):
+            self.average = unpack_state(st["average"]["weights"], ckpt.tensors, t.device)
+            self.n_averaged = st["average"]["n"]
         t.step, t.epoch = st["step"], st["epoch"]
         t.sync_ddp()
         self.pending_rng = st["rng"]
@@ -404,6 +421,12 @@ class _Run:
             t.optimizer.step()
         t.model.zero_grad(set_to_none=True)
         t.step += 1
+        if self.average is not None:
+            self.n_averaged += 1
+            with torch.no_grad():
+                for name, q in t.model.named_parameters():
+                    a = self.average[name]
+                    a.add_(q.detach().to(a.dtype) - a, alpha=1.0 / self.n_averaged)
 
     def _after_step(self) -> None:
         cfg, t = self.t.cfg, self.t
@@ -425,7 +448,40 @@ class _Run:
             self._save()
 
     # --- evaluation and checkpoints ---------------------------------------------------------
+    @contextmanager
+    def _averaged(self):
+        """The model holds the averaged weights inside the block (when averaging has begun)."""
+        if self.average is None:
+            yield
+            return
+        params = dict(self.t.model.named_parameters())
+        current = {n: q.detach().clone() for n, q in params.items()}
+        with torch.no_grad():
+            for n, q in params.items():
+                q.copy_(self.average[n])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for n, q in params.items():
+                    q.copy_(current[n])
+
     def _eval(self) -> None:
+        with self._averaged():
+            self._eval_and_keep_best()
+        self._maybe_start_average()
+
+    def _maybe_start_average(self) -> None:
+        t, p = self.t, self.p
+        if t.cfg.average != "nt" or self.average is not None or self.metric is None:
+            return
+        sign = 1.0 if self.mode == "min" else -1.0
+        if nt_triggered([sign * h[self.metric] for h in p.history], t.cfg.nt_interval):
+            self.average = {n: q.detach().clone().float() for n, q in t.model.named_parameters()}
+            self.n_averaged = 1
+            self.log.write({"step": t.step, "epoch": t.epoch, "event": "averaging starts"})
+
+    def _eval_and_keep_best(self) -> None:
         t, p = self.t, self.p
         t.model.eval()
         with torch.no_grad(), self.autocast():
@@ -463,11 +519,15 @@ class _Run:
                  "progress": dataclasses.asdict(self.p), "rng": rng_state(),
                  "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                  "groups": [{"name": g["name"], "max_lr": g["max_lr"], "lr": g["lr"]} for g in t.optimizer.param_groups]}
-        tensors = None
+        tensors: dict[str, Tensor] = {}
         if hasattr(self.loss_fn, "state_dict"):
             state["loss_state"], tensors = pack_state(self.loss_fn.state_dict(), "loss")
+        if self.average is not None:
+            weights, avg_tensors = pack_state(self.average, "average")
+            state["average"] = {"weights": weights, "n": self.n_averaged}
+            tensors = tensors | avg_tensors
         save_checkpoint(self.out / "last", t.model, config=self.config, files=self.files,
-                        optimizer=t.optimizer, state=state, tensors=tensors)
+                        optimizer=t.optimizer, state=state, tensors=tensors or None)
 
     def result(self) -> FitResult:
         p = self.p

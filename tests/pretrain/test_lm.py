@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.pretrain.lm import (
-    NTASGD,
     LanguageModel,
     LMLoss,
     LMStream,
@@ -163,23 +162,6 @@ def test_perplexity_of_a_uniform_model_is_the_vocab_size():
     assert perplexity(model, stream) == pytest.approx(V, rel=1e-5)
     assert model.training  # the caller's mode is restored
     assert perplexity(tiny_lm(), stream) > 1.0
-
-
-def test_ntasgd_triggers_on_a_non_monotone_loss():
-    model = torch.nn.Linear(2, 1)
-    nt = NTASGD(model, n=5)
-    assert not nt.should_switch([5, 4, 3, 2, 1, 0.9, 0.8, 0.7])  # still improving
-    losses = [3.0, 2.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7]
-    # index 8 (1.6) is the first loss worse than min(losses[:3]) = 1.0 with > 5 checks before it
-    triggered = [i for i, v in enumerate(losses) if nt.observe(v)]
-    assert triggered == [8] and nt.averaged is not None
-    with torch.no_grad():
-        model.weight.fill_(1.0)
-    nt.update()
-    with torch.no_grad():
-        model.weight.fill_(3.0)
-    nt.update()
-    assert torch.allclose(nt.averaged.module.weight, torch.full((1, 2), 2.0))
 
 
 def test_sampled_softmax_tends_to_the_full_softmax():

@@ -9,7 +9,8 @@ activation regularization (TAR), and NT-ASGD. This is ULMFiT's first stage.
 - :class:`LanguageModel`: any encoder with ``.embedding`` and ``.dim`` plus a (tied) decoder.
 - :class:`LMLoss`: the objective ``loss(model, batch)``; it carries the recurrent state from
   window to window (detached) and can be checkpointed.
-- :func:`perplexity`, :class:`NTASGD`.
+- :func:`perplexity`. NT-ASGD, the paper's optimizer, is ``train.optimizer="sgd"`` with
+  ``train.average="nt"`` (:mod:`transferlab.train`: averaging is not specific to language models).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.optim.swa_utils import AveragedModel
 
 from transferlab import IGNORE_INDEX
 from transferlab.encoders.awd_lstm import detach_state
@@ -40,7 +40,6 @@ __all__ = [
     "linear_cross_entropy",
     "sampled_cross_entropy",
     "perplexity",
-    "NTASGD",
 ]
 
 
@@ -405,38 +404,3 @@ def perplexity(model: nn.Module, stream: Iterable[dict[str, torch.Tensor]]) -> f
     if count == 0:
         raise ValueError("perplexity: the stream has no labeled tokens")
     return math.exp(total / count)
-
-
-class NTASGD:
-    """Non-monotonically triggered averaging (the paper's NT-ASGD, Algorithm 1).
-
-    Call :meth:`observe` with each validation loss (every logging interval); once the loss is
-    worse than the best of all but the last ``n`` checks, averaging starts: from then on call
-    :meth:`update` after every optimizer step, and evaluate ``averaged`` (an
-    ``AveragedModel``: the mean of the weights since the trigger).
-    """
-
-    def __init__(self, model: nn.Module, n: int = 5) -> None:
-        if n < 1:
-            raise ValueError(f"NTASGD: n (the non-monotone interval) must be >= 1, got {n}")
-        self.model, self.n = model, n
-        self.val_losses: list[float] = []
-        self.averaged: AveragedModel | None = None
-
-    def should_switch(self, val_losses: list[float]) -> bool:
-        """Whether the last loss is worse than min(losses[:-n-1]), with more than n before it."""
-        *logs, v = val_losses
-        return len(logs) > self.n and v > min(logs[: len(logs) - self.n])
-
-    def observe(self, val_loss: float) -> bool:
-        """Record a validation loss; True on the check that triggers averaging."""
-        self.val_losses.append(float(val_loss))
-        if self.averaged is None and self.should_switch(self.val_losses):
-            self.averaged = AveragedModel(self.model)
-            return True
-        return False
-
-    def update(self) -> None:
-        """Add the current weights to the average (a no-op before the trigger)."""
-        if self.averaged is not None:
-            self.averaged.update_parameters(self.model)
