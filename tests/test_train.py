@@ -331,3 +331,12 @@ def test_nt_averaging_resumes_exactly(tmp_path):
     assert torch.allclose(ev.seen[-1], ref_ev.seen[-1])
     assert torch.equal(load_checkpoint(tmp_path / "crash" / "last").tensors["average.0.weight"],
                        load_checkpoint(tmp_path / "ref" / "last").tensors["average.0.weight"])
+
+
+def test_redirected_progress_is_plain_lines_not_a_bar(capsys):
+    x, y = toy_data(8)
+    fit(make_mlp(), ce, lambda e: [{"x": x, "labels": y}], TrainConfig(lr=1e-2, steps=4, log_every=2))
+    err = capsys.readouterr().err  # pytest's capture is not a terminal
+    assert "\r" not in err
+    assert [line.split(":")[0] for line in err.splitlines()] == ["[transferlab] step 2/4 (50%)",
+                                                                 "[transferlab] step 4/4 (100%)"]

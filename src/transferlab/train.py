@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import random
+import sys
 import time
 import typing
 from contextlib import contextmanager, nullcontext
@@ -312,6 +313,7 @@ class _Run:
         self.pending_rng = st["rng"]
         self.saved_step = t.step
         self.log.bar.update(t.step)
+        self.log.resumed_at = t.step  # the pace (for the time left) counts this call's steps only
 
     def _restore_rng(self) -> None:
         if self.pending_rng is not None:
@@ -565,7 +567,12 @@ class _Log:
                 self.tb = SummaryWriter(str(out / "tb"))
             except ImportError:
                 pass
-        self.bar = tqdm(total=total, disable=not (show and cfg.progress), dynamic_ncols=True, desc="train")
+        # a bar on a terminal only (tqdm's disable=None): redirected, the bar's carriage returns would make
+        # one line of megabytes; there a plain line every log_every steps says how far the run is
+        self.bar = tqdm(total=total, disable=None if show and cfg.progress else True, dynamic_ncols=True, desc="train")
+        self.plain = show and cfg.progress and self.bar.disable
+        self.started = time.monotonic()
+        self.resumed_at = 0
         self.losses: list[Tensor] = []
         self.ex = self.tok = 0
         self.secs = 0.0
@@ -593,7 +600,17 @@ class _Log:
         self.write(record)
         speed = {"tok_s": f"{record['tokens_per_s']:.0f}"} if self.tok else {}
         self.bar.set_postfix(loss=f"{record['loss']:.4g}", ex_s=f"{record['examples_per_s']:.0f}", **speed)
+        if self.plain:
+            self.print_progress(t.step, t.total_steps, record)
         self.losses, self.ex, self.tok, self.secs = [], 0, 0, 0.0
+
+    def print_progress(self, step: int, total: int, record: dict) -> None:
+        """One line for a log file: step, loss, speed and the time left at this run's pace."""
+        done = step - self.resumed_at
+        left = (time.monotonic() - self.started) / max(done, 1) * (total - step)
+        speed = f", {record['tokens_per_s']:,.0f} tokens/s" if "tokens_per_s" in record else ""
+        print(f"[transferlab] step {step:,}/{total:,} ({100 * step / total:.0f}%): loss {record['loss']:.4g}{speed}, "
+              f"{left / 60:.0f} min left", file=sys.stderr, flush=True)
 
     def write(self, record: dict) -> None:
         if self.file is None:

@@ -41,6 +41,21 @@ def test_conll_errors(write):
         ConllReader(path, columns=("word", "pos", "ner"), tag_col="chunk")
 
 
+@pytest.mark.parametrize("blank", ["\ufeff", "\u00a0", "\t", "  \t ", "\ufeff\u00a0"])
+def test_whitespace_only_and_bom_lines_break_sentences(write, blank):
+    path = write("c.conll", f"\ufeffEU NNP B-ORG\nrejects VBZ O\n{blank}\n\ufeffPeter NNP B-PER\n{blank}\n"
+                            f"Blackburn NNP I-PER\n")
+    assert list(ConllReader(path)) == [TaggedSentence(("EU", "rejects"), ("B-ORG", "O")),
+                                       TaggedSentence(("Peter",), ("B-PER",)),
+                                       TaggedSentence(("Blackburn",), ("I-PER",))]
+
+
+def test_conllu_bom_line_breaks_sentences(write):
+    one = "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_"
+    path = write("u.conllu", f"{one}\n\ufeff\n\ufeff# sent_id = s2\n{one}\n")
+    assert [s.tokens for s in ConlluReader(path)] == [("Hi",), ("Hi",)]
+
+
 def test_conllu_skips_ranges_and_empty_nodes(write):
     path = write("u.conllu", CONLLU)
     first, second = list(ConlluReader(path))

@@ -108,7 +108,7 @@ def word_features(backbone, sentences: Sequence[Sequence[str]], subword: Subword
         framed.append((f.ids, word_spans(first, len(pieces), f.word_positions or [], limit)))
     order = sorted(range(len(sentences)), key=lambda i: -len(framed[i][0]))
     arrays: list[np.ndarray] = []
-    bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=not progress, mininterval=1.0)
+    bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=None if progress else True, mininterval=1.0)
     start = 0
     while start < len(order):
         width = max(len(framed[order[start]][0]), 1)

@@ -19,6 +19,13 @@ from transferlab.data.lines import PathLike, Stream, check_file, iter_lines
 CONLLU_FIELDS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
 
 
+def _unmark(line: str) -> str:
+    """The line without byte-order marks: a BOM alone on a line (files concatenated from several
+    UTF-8-with-BOM parts) is a sentence break like any whitespace-only line, and one glued to a
+    token is not part of it."""
+    return line.replace("\ufeff", "")
+
+
 def _split(line: str) -> list[str]:
     # Tab-separated files may hold spaces inside a field; space-separated ones (CoNLL-2003) can't.
     return line.split("\t") if "\t" in line else line.split()
@@ -59,8 +66,8 @@ class ConllReader:
         width = len(self.columns) if self.columns is not None else None
         sentence: list[tuple[str, ...]] = []
         for number, line in iter_lines(self.path):
-            fields = _split(line.strip())
-            if not fields:  # blank line: end of sentence
+            fields = _split(_unmark(line).strip())
+            if not fields:  # a blank or whitespace-only line (tabs, U+00A0, a BOM): end of sentence
                 if sentence:
                     yield sentence
                 sentence = []
@@ -96,6 +103,7 @@ class ConlluReader:
         comments: dict[str, str] = {}
         words: list[list[str]] = []
         for number, line in iter_lines(self.path):
+            line = _unmark(line)
             if line.startswith("#"):
                 key, sep, value = line[1:].partition("=")
                 if sep:

@@ -265,7 +265,7 @@ def train_probes(train: torch.Tensor, train_labels: Sequence[np.ndarray], test: 
     loss_fn = nn.CrossEntropyLoss(ignore_index=-1, reduction="sum")
     model.train()
     bar = tqdm(total=steps, desc=f"probing {L} layers x {len(n_classes)} tasks", unit=" steps",
-               disable=not progress, mininterval=1.0)
+               disable=None if progress else True, mininterval=1.0)
     for _ in range(epochs):
         order = usable[torch.randperm(len(usable), generator=gen)]
         for i in range(0, len(order), cfg.batch_size):

@@ -105,7 +105,7 @@ def count_cooccurrences(
     budget = int(memory_mb * 2**20)
     chunk_tokens = max(1, budget // (4 * _PAIR_BYTES * window * (2 if symmetric else 1)))
     counter = _Counter(vocab_size, window, symmetric, distance_weighting, scale, exact, budget, tmp_dir)
-    bar = tqdm(unit="tok", file=sys.stderr, disable=not progress, desc="cooccur")
+    bar = tqdm(unit="tok", file=sys.stderr, disable=None if progress else True, desc="cooccur")
     buffer: list[Sequence[int]] = []
     tokens = 0
     try:

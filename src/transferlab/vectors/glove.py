@@ -144,7 +144,7 @@ def train_glove(cooc: Cooccurrence, cfg: GloVeConfig, init: dict[str, np.ndarray
     batch = nnz if cfg.batch_size == 0 else min(cfg.batch_size, nnz)
     generator = torch.Generator(device=device).manual_seed(cfg.seed)
     losses, seconds = [], []
-    bar = tqdm(range(cfg.epochs), desc="glove", unit="epoch", file=sys.stderr, disable=not progress)
+    bar = tqdm(range(cfg.epochs), desc="glove", unit="epoch", file=sys.stderr, disable=None if progress else True)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         dense = batch >= V  # a batch with as many cells as words touches most of them: see _Batch

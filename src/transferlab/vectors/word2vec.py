@@ -98,7 +98,7 @@ class EpochBar:
                 self.bar.update()
 
         self.callback = _Callback()
-        self.bar = tqdm(total=epochs, desc=desc, unit=" epoch", disable=not enabled)
+        self.bar = tqdm(total=epochs, desc=desc, unit=" epoch", disable=None if enabled else True)
 
     def close(self) -> None:
         self.bar.close()
