@@ -211,3 +211,16 @@ def test_train_flops_per_token_counts_weights_and_scored_rows():
     assert train_flops_per_token(model, V) == 6 * (weights + V * 32)
     sampled = train_flops_per_token(model, V, samples=10)
     assert 6 * (weights + 2 * 32) < sampled < 6 * (weights + 11 * 32)  # 1 label + at most 10 unique draws
+
+
+@pytest.mark.parametrize("min_freq,max_size", [(1, None), (2, 50), (3, 5)])
+def test_vocab_and_stream_in_one_pass_equals_build_then_encode(min_freq, max_size):
+    from transferlab.pretrain.lm import vocab_and_stream
+    from transferlab.text.tokenize import word_tokenize
+
+    lines = ["The cat sat on the mat.", "", "<unk> cats don't sit ; the dog's mat .", "a b c a b a <eos> the"] * 7
+    lines += [f"rare{i} the" for i in range(9)]
+    vocab, ids = vocab_and_stream(lines, word_tokenize, min_freq, max_size)
+    ref = Vocab.build((word_tokenize(line) for line in lines), min_freq=min_freq, max_size=max_size)
+    assert vocab.itos == ref.itos
+    assert torch.equal(ids, encode_corpus(lines, ref, word_tokenize))

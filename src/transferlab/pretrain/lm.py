@@ -36,6 +36,7 @@ __all__ = [
     "LMStream",
     "lm_stream",
     "encode_corpus",
+    "vocab_and_stream",
     "LMLoss",
     "linear_cross_entropy",
     "sampled_cross_entropy",
@@ -55,6 +56,30 @@ def encode_corpus(
         buf.extend(vocab.encode(tokenize(line)))
         buf.append(eos)
     return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
+
+
+def vocab_and_stream(
+    lines: Iterable[str], tokenize: Callable[[str], list[str]], min_freq: int = 1, max_size: int | None = None
+) -> tuple[Vocab, torch.Tensor]:
+    """``Vocab.build`` and :func:`encode_corpus` in one tokenizing pass (the slow part on a big
+    corpus): tokens get provisional ids in order of first occurrence while they are counted, and
+    are mapped to the vocabulary's ids at the end. Equal to building, then encoding (tested)."""
+    provisional: dict[str, int] = {}
+    counts: list[int] = []
+    buf = array("q")
+    for line in lines:
+        for token in tokenize(line):
+            pid = provisional.get(token)
+            if pid is None:
+                pid = provisional[token] = len(counts)
+                counts.append(0)
+            counts[pid] += 1
+            buf.append(pid)
+        buf.append(-1)  # <eos>
+    words = list(provisional)
+    vocab = Vocab.build([], min_freq=min_freq, max_size=max_size, counts=dict(zip(words, counts)))
+    lookup = np.array([vocab.stoi.get(w, vocab.unk_id) for w in words] + [vocab.eos_id], dtype=np.int64)
+    return vocab, torch.from_numpy(lookup[np.frombuffer(buf, dtype=np.int64)])  # -1 -> the last entry, <eos>
 
 
 class LMStream:

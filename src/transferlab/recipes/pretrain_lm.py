@@ -22,9 +22,8 @@ from transferlab.data import catalog
 from transferlab.data.lines import Stream
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.pretrain.lm import (LanguageModel, LMLoss, LMStream, encode_corpus, perplexity,
-                                    train_flops_per_token)
+                                    train_flops_per_token, vocab_and_stream)
 from transferlab.recipes.common import TextConfig, load_lm, log, tokenizer
-from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
 
 
@@ -128,10 +127,9 @@ def run(cfg: PretrainLMConfig) -> dict:
                           f"it, or choose another --out")
     tok = tokenizer(cfg.text)
     texts = lm_texts(cfg.data)
-    log(f"building the vocabulary of {cfg.data.corpus}")
-    vocab = Vocab.build((tok(line) for line in texts["train"]),
-                        min_freq=cfg.data.min_freq, max_size=cfg.data.max_vocab)
-    streams = {split: encode_corpus(lines, vocab, tok) for split, lines in texts.items()}
+    log(f"building the vocabulary of {cfg.data.corpus} and encoding it")
+    vocab, train = vocab_and_stream(texts["train"], tok, cfg.data.min_freq, cfg.data.max_vocab)
+    streams = {"train": train} | {split: encode_corpus(texts[split], vocab, tok) for split in ("valid", "test")}
     log(f"vocabulary {len(vocab):,} words; tokens: train {len(streams['train']):,}, "
         f"valid {len(streams['valid']):,}, test {len(streams['test']):,}")
 

@@ -53,17 +53,19 @@ class Vocab:
         token_lists: Iterable[Iterable[str]],
         min_freq: int = 1,
         max_size: int | None = None,
+        counts: dict[str, int] | None = None,
     ) -> Vocab:
         """Count tokens in one streaming pass; keep words seen ``min_freq`` times or more.
 
         ``max_size`` caps the number of words, specials not included (the most frequent are
-        kept). Raises ValueError when no word reaches ``min_freq``.
+        kept). ``counts`` (word -> count, in first-occurrence order) adds counts made elsewhere.
+        Raises ValueError when no word reaches ``min_freq``.
         """
         if min_freq < 1:
             raise ValueError(f"Vocab.build: min_freq must be >= 1, got {min_freq}")
         if max_size is not None and max_size < 1:
             raise ValueError(f"Vocab.build: max_size must be >= 1 or None, got {max_size}")
-        counts: Counter[str] = Counter()
+        counts = Counter(counts or {})
         for tokens in token_lists:
             counts.update(tokens)
         for special in SPECIALS:
