@@ -224,3 +224,20 @@ def test_vocab_and_stream_in_one_pass_equals_build_then_encode(min_freq, max_siz
     ref = Vocab.build((word_tokenize(line) for line in lines), min_freq=min_freq, max_size=max_size)
     assert vocab.itos == ref.itos
     assert torch.equal(ids, encode_corpus(lines, ref, word_tokenize))
+
+
+def test_a_token_file_gives_the_same_batches_and_vocabulary(tmp_path):
+    from transferlab.pretrain.lm import TokenFile, vocab_and_stream
+
+    lines = [" ".join(f"w{(i * j) % 37}" for j in range(i % 11)) for i in range(3000)]
+    vocab, ids = vocab_and_stream(lines, str.split, 2, 30)
+    vocab_f, ids_f = vocab_and_stream(lines, str.split, 2, 30, path=tmp_path / "train.ids")
+    assert isinstance(ids_f, TokenFile) and vocab_f.itos == vocab.itos and len(ids_f) == len(ids)
+    assert not (tmp_path / "train.provisional").exists()
+    assert torch.equal(torch.from_numpy(ids_f.read(0, len(ids_f))), ids)
+    for variable in (True, False):
+        mem = list(LMStream(ids, 7, 9, seed=3, epoch=1, variable=variable))
+        disk = list(LMStream(ids_f, 7, 9, seed=3, epoch=1, variable=variable))
+        assert len(mem) == len(disk) and all(torch.equal(a[k], b[k]) for a, b in zip(mem, disk) for k in a)
+    assert torch.equal(torch.from_numpy(encode_corpus(lines, vocab, str.split, tmp_path / "e.ids").read(0, len(ids))),
+                       ids)

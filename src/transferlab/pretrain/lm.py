@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -36,6 +37,7 @@ __all__ = [
     "LMStream",
     "lm_stream",
     "encode_corpus",
+    "TokenFile",
     "vocab_and_stream",
     "LMLoss",
     "linear_cross_entropy",
@@ -44,42 +46,102 @@ __all__ = [
 ]
 
 
+class TokenFile:
+    """Token ids in a file of little-endian int32, read a slice at a time: a training stream that
+    never has to fit in memory (:class:`LMStream` reads each window's rows from it)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._len = self.path.stat().st_size // 4
+
+    def __len__(self) -> int:
+        return self._len
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        with open(self.path, "rb") as f:
+            f.seek(4 * start)
+            return np.fromfile(f, dtype="<i4", count=stop - start).astype(np.int64)
+
+
+class _IdWriter:
+    """Appends ids to an int32 file (or to memory when ``path`` is None), 1M ids at a time."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path, self.buf, self.parts = path, array("i"), []
+        self.file = open(path.with_suffix(".tmp"), "wb") if path is not None else None
+
+    def extend(self, ids) -> None:
+        self.buf.extend(ids)
+        if len(self.buf) >= 1 << 20:
+            self._flush()
+
+    def _flush(self) -> None:
+        arr = np.frombuffer(self.buf, dtype=np.int32)
+        if self.file is not None:
+            arr.astype("<i4").tofile(self.file)
+        else:
+            self.parts.append(arr.copy())
+        self.buf = array("i")
+
+    def close(self) -> torch.Tensor | TokenFile:
+        self._flush()
+        if self.file is None:
+            return torch.from_numpy(np.concatenate(self.parts or [np.zeros(0, np.int32)]).astype(np.int64))
+        self.file.close()
+        self.path.with_suffix(".tmp").replace(self.path)
+        return TokenFile(self.path)
+
+
 def encode_corpus(
-    lines: Iterable[str], vocab: Vocab, tokenize: Callable[[str], list[str]] = whitespace_tokenize
-) -> torch.Tensor:
+    lines: Iterable[str], vocab: Vocab, tokenize: Callable[[str], list[str]] = whitespace_tokenize,
+    path: str | Path | None = None,
+) -> torch.Tensor | TokenFile:
     """Ids of every line's tokens followed by ``<eos>`` (the PTB convention; a blank line is a
-    lone ``<eos>``), streamed into a growable int64 buffer: the corpus never exists as a list
-    of Python strings."""
-    buf = array("q")
+    lone ``<eos>``), streamed: the corpus never exists as a list of Python strings. With ``path``
+    the ids go to an int32 file and a :class:`TokenFile` comes back, so memory does not grow with
+    the corpus; without it, a 1-D LongTensor."""
+    out = _IdWriter(Path(path) if path is not None else None)
     eos = vocab.eos_id
     for line in lines:
-        buf.extend(vocab.encode(tokenize(line)))
-        buf.append(eos)
-    return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
+        out.extend(vocab.encode(tokenize(line)))
+        out.extend((eos,))
+    return out.close()
 
 
 def vocab_and_stream(
-    lines: Iterable[str], tokenize: Callable[[str], list[str]], min_freq: int = 1, max_size: int | None = None
-) -> tuple[Vocab, torch.Tensor]:
+    lines: Iterable[str], tokenize: Callable[[str], list[str]], min_freq: int = 1, max_size: int | None = None,
+    path: str | Path | None = None,
+) -> tuple[Vocab, torch.Tensor | TokenFile]:
     """``Vocab.build`` and :func:`encode_corpus` in one tokenizing pass (the slow part on a big
     corpus): tokens get provisional ids in order of first occurrence while they are counted, and
-    are mapped to the vocabulary's ids at the end. Equal to building, then encoding (tested)."""
+    are mapped to the vocabulary's ids at the end. Equal to building, then encoding (tested).
+    With ``path`` both the provisional and the final ids live in files (memory grows with the
+    number of distinct words, not with the corpus)."""
     provisional: dict[str, int] = {}
     counts: list[int] = []
-    buf = array("q")
+    tmp = _IdWriter(Path(path).with_suffix(".provisional") if path is not None else None)
     for line in lines:
+        pids = []
         for token in tokenize(line):
             pid = provisional.get(token)
             if pid is None:
                 pid = provisional[token] = len(counts)
                 counts.append(0)
             counts[pid] += 1
-            buf.append(pid)
-        buf.append(-1)  # <eos>
+            pids.append(pid)
+        pids.append(-1)  # <eos>
+        tmp.extend(pids)
+    pids = tmp.close()
     words = list(provisional)
     vocab = Vocab.build([], min_freq=min_freq, max_size=max_size, counts=dict(zip(words, counts)))
     lookup = np.array([vocab.stoi.get(w, vocab.unk_id) for w in words] + [vocab.eos_id], dtype=np.int64)
-    return vocab, torch.from_numpy(lookup[np.frombuffer(buf, dtype=np.int64)])  # -1 -> the last entry, <eos>
+    if not isinstance(pids, TokenFile):
+        return vocab, torch.from_numpy(lookup[pids.numpy()])  # -1 -> the last entry, <eos>
+    out = _IdWriter(Path(path))
+    for start in range(0, len(pids), 1 << 22):
+        out.extend(lookup[pids.read(start, min(start + (1 << 22), len(pids)))].astype(np.int32))
+    pids.path.unlink()
+    return vocab, out.close()
 
 
 class LMStream:
@@ -95,12 +157,13 @@ class LMStream:
     ``[min(5, bptt), int(1.5 * bptt)]``, and the last window is cut to what is left. Lengths
     come from ``numpy.random.default_rng([seed, epoch])``, so a (seed, epoch) pair always gives
     the same windows: to resume at batch k, skip k batches (they are cheap views). ``len()`` is
-    exact: the windows are drawn up front.
+    exact: the windows are drawn up front. ``token_ids`` may be a :class:`TokenFile`: each
+    window's rows are then read from disk (B small reads a step), the same batches.
     """
 
     def __init__(
         self,
-        token_ids: torch.Tensor,
+        token_ids: torch.Tensor | TokenFile,
         batch_size: int,
         bptt: int,
         *,
@@ -108,16 +171,19 @@ class LMStream:
         epoch: int = 0,
         variable: bool = True,
     ) -> None:
-        if token_ids.dim() != 1:
+        if isinstance(token_ids, torch.Tensor) and token_ids.dim() != 1:
             raise ValueError(f"LMStream: token_ids must be 1-D, got {tuple(token_ids.shape)}")
         if batch_size < 1 or bptt < 1:
             raise ValueError(f"LMStream: batch_size={batch_size} and bptt={bptt} must be >= 1")
-        n = token_ids.numel() // batch_size
+        n = len(token_ids) // batch_size
         if n < 2:
             raise ValueError(
-                f"LMStream: {token_ids.numel()} tokens are too few for batch_size={batch_size}"
+                f"LMStream: {len(token_ids)} tokens are too few for batch_size={batch_size}"
             )
-        self.data = token_ids[: n * batch_size].long().reshape(batch_size, n)  # (B, n)
+        self.n = n
+        # (B, n) rows in memory, or read window by window from a TokenFile
+        self.data = token_ids[: n * batch_size].long().reshape(batch_size, n) \
+            if isinstance(token_ids, torch.Tensor) else token_ids
         self.batch_size, self.bptt = batch_size, bptt
         self.seed, self.epoch, self.variable = seed, epoch, variable
         self._cache: tuple[tuple, list[tuple[int, int]]] | None = None
@@ -130,7 +196,7 @@ class LMStream:
         return list(self._cache[1])
 
     def _draw_windows(self) -> list[tuple[int, int]]:
-        last = self.data.size(1) - 1  # the final token of a row is only ever a label
+        last = self.n - 1  # the final token of a row is only ever a label
         if not self.variable:
             return [(i, min(self.bptt, last - i)) for i in range(0, last, self.bptt)]
         rng = np.random.default_rng([self.seed, self.epoch])
@@ -148,6 +214,12 @@ class LMStream:
 
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         for i, length in self.windows():
+            if isinstance(self.data, TokenFile):
+                rows = np.stack([self.data.read(b * self.n + i, b * self.n + i + length + 1)
+                                 for b in range(self.batch_size)])  # (B, T + 1)
+                window = torch.from_numpy(rows)
+                yield {"ids": window[:, :-1].contiguous(), "labels": window[:, 1:].contiguous()}  # (B, T) each
+                continue
             yield {
                 "ids": self.data[:, i : i + length].contiguous(),  # (B, T)
                 "labels": self.data[:, i + 1 : i + 1 + length].contiguous(),  # (B, T)

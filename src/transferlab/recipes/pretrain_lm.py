@@ -128,7 +128,9 @@ def run(cfg: PretrainLMConfig) -> dict:
     tok = tokenizer(cfg.text)
     texts = lm_texts(cfg.data)
     log(f"building the vocabulary of {cfg.data.corpus} and encoding it")
-    vocab, train = vocab_and_stream(texts["train"], tok, cfg.data.min_freq, cfg.data.max_vocab)
+    (out / "tokens").mkdir(parents=True, exist_ok=True)  # the training ids on disk: any corpus size fits
+    vocab, train = vocab_and_stream(texts["train"], tok, cfg.data.min_freq, cfg.data.max_vocab,
+                                    path=out / "tokens" / "train.ids")
     streams = {"train": train} | {split: encode_corpus(texts[split], vocab, tok) for split in ("valid", "test")}
     log(f"vocabulary {len(vocab):,} words; tokens: train {len(streams['train']):,}, "
         f"valid {len(streams['valid']):,}, test {len(streams['test']):,}")
