@@ -70,7 +70,7 @@ def speed(out: Path, max_words: int) -> dict:
     from transferlab.adapt.features import cached_word_features, encoder_identity
     from transferlab.eval import probing
     from transferlab.recipes import backbone as bb
-    from transferlab.recipes.common import TextConfig
+    from transferlab.text.tokenize import TextConfig
 
     task = probing.word_tasks(["upos"])[0]
     b = bb.load_backbone("minilm-l6", TextConfig(lower=False))

@@ -9,7 +9,7 @@ import torch
 from transferlab.adapt.features import ScalarMix, cached_word_features, word_features
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.recipes import backbone as bb
-from transferlab.recipes.common import TextConfig
+from transferlab.text.tokenize import TextConfig
 
 SENTENCES = [["the", "unbelievably", "cheap", "tickets", "sold"], ["a", "dog"],
              ["tokenization", "of", "extraordinarily", "long", "words", "works", "here", "too"]]

@@ -12,7 +12,7 @@ import pytest
 from transferlab import cli
 from transferlab.data import catalog
 from transferlab.recipes import predict
-from transferlab.recipes.task_data import TaskDataConfig, read_examples
+from transferlab.data.tasks import TaskDataConfig, read_examples
 
 GOOD, BAD = "good great fun loved fine".split(), "bad awful boring dull waste".split()
 FILL = "the a movie film plot was it".split()

@@ -14,9 +14,11 @@ activation regularization (TAR), and NT-ASGD. This is ULMFiT's first stage.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -25,7 +27,9 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from transferlab import IGNORE_INDEX
-from transferlab.encoders.awd_lstm import detach_state
+from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.config import from_dict
+from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig, detach_state
 from transferlab.encoders.base import EncoderOutput
 from transferlab.text.tokenize import whitespace_tokenize
 from transferlab.train import evaluating
@@ -33,6 +37,8 @@ from transferlab.text.vocab import Vocab
 
 __all__ = [
     "LanguageModel",
+    "build_lm",
+    "load_lm",
     "LMStream",
     "lm_stream",
     "encode_corpus",
@@ -313,6 +319,23 @@ class LanguageModel(nn.Module):
         else:
             loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)
         return loss, out
+
+
+def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
+    encoder = AWDLSTM(dataclasses.replace(cfg, vocab_size=vocab_size))
+    return LanguageModel(encoder, vocab_size, tie_weights=True)
+
+
+def load_lm(path: str | Path):
+    """A pretrained language model checkpoint folder -> (LanguageModel with its weights, Vocab)."""
+    ckpt = load_checkpoint(path)
+    if "vocab" not in ckpt.files:
+        raise ValueError(f"{path}: no vocab.json in this checkpoint; is it a language model?")
+    vocab = Vocab.from_dict(ckpt.files["vocab"])
+    enc_cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")
+    model = build_lm(enc_cfg, len(vocab))
+    load_weights(model, path)
+    return model, vocab
 
 
 def _batch_size(state) -> int | None:

@@ -34,7 +34,8 @@ from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.transformer import Transformer, TransformerConfig
-from transferlab.recipes.common import TextConfig, log, tokenizer
+from transferlab.log import log
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.tasks.inputs import Framing
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
 from transferlab.text.vocab import Vocab
@@ -312,7 +313,7 @@ def checkpoint_backbone(path: Path, text: TextConfig, max_len: int) -> Backbone:
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
-        from transferlab.recipes.common import load_lm
+        from transferlab.pretrain.lm import load_lm
 
         lm, vocab = load_lm(path)
         return word_backbone(lm.encoder, vocab, text, max_len or None, pretrained=True)

@@ -6,7 +6,7 @@ sample efficiency they show (ULMFiT, Howard & Ruder 2018, figure 3).
 
 Each method (a table of finetune overrides in ``configs/curve_methods.toml``, or the user's
 ``--methods-file``) is trained at each size and seed on nested random subsets of the training
-set (seed s's 100 examples are inside its 200: :func:`~transferlab.recipes.task_data.nested_subset`)
+set (seed s's 100 examples are inside its 200: :func:`~transferlab.data.tasks.nested_subset`)
 and scored on the same test set. A cell is one ``finetune`` run in ``OUT/cells/METHOD-SIZE-SEED``;
 its row goes to ``OUT/curve.jsonl`` as soon as it ends, so an interrupted curve resumes where it
 stopped (a half-written row is detected and its cell run again; a cell interrupted mid-training
@@ -49,8 +49,8 @@ from transferlab.config import (PRESET_DIR, ConfigError, load_config, merge, par
 from transferlab.eval import curves
 from transferlab.recipes import finetune
 from transferlab.recipes.backbone import family
-from transferlab.recipes.common import log
-from transferlab.recipes.task_data import TaskDataConfig, load_task
+from transferlab.log import log
+from transferlab.data.tasks import TaskDataConfig, load_task
 
 METHODS_FILE = PRESET_DIR / "curve_methods.toml"
 LM_PLACEHOLDER = "{lm}"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from transferlab.config import load_config, write_json
 from transferlab.recipes import finetune, pretrain_lm
-from transferlab.recipes.common import log
+from transferlab.log import log
 
 
 def _bar_chart(rows: list[tuple[str, float]], path: Path, title: str) -> None:

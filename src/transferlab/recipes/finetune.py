@@ -35,8 +35,10 @@ from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.eval import metrics
 from transferlab.recipes import backbone as bb
-from transferlab.recipes.common import TextConfig, load_lm, log, tokenizer
-from transferlab.recipes.task_data import TaskDataConfig, label_ids, load_task
+from transferlab.log import log
+from transferlab.pretrain.lm import load_lm
+from transferlab.text.tokenize import TextConfig, tokenizer
+from transferlab.data.tasks import TaskDataConfig, label_ids, load_task
 from transferlab.recipes.ulmfit import LMFinetuneConfig, ULMFiTConfig, finetune_lm, schedule
 from transferlab.tasks.classify import (ClassifierHeadConfig, LinearHead, PoolingClassifier, TaskModel,
                                         classify_loss, predict_outputs, regression_loss)

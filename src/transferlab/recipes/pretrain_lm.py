@@ -7,7 +7,6 @@ BPTT, keep the checkpoint with the best validation perplexity, report test perpl
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from collections.abc import Iterable
@@ -20,10 +19,11 @@ from transferlab.checkpoint import has_checkpoint
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.lines import Stream
-from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
-from transferlab.pretrain.lm import (LanguageModel, LMLoss, LMStream, encode_corpus, perplexity,
+from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.pretrain.lm import (LMLoss, LMStream, build_lm, encode_corpus, load_lm, perplexity,
                                     train_flops_per_token)
-from transferlab.recipes.common import TextConfig, load_lm, log, tokenizer
+from transferlab.log import log
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
 
@@ -105,11 +105,6 @@ def lm_texts(d: LMDataConfig) -> dict[str, Iterable[str]]:
 
     log(f"{d.corpus}: holding out {d.held_out:.0%} of the lines for validation and test (data.held_out)")
     return {split: part(split) for split in ("train", "valid", "test")}
-
-
-def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
-    encoder = AWDLSTM(dataclasses.replace(cfg, vocab_size=vocab_size))
-    return LanguageModel(encoder, vocab_size, tie_weights=True)
 
 
 def run(cfg: PretrainLMConfig) -> dict:

@@ -38,7 +38,7 @@ from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
 from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
 from transferlab.recipes.backbone import SubwordConfig, subword_framing
-from transferlab.recipes.common import log
+from transferlab.log import log
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
 from transferlab.train import TrainConfig, evaluating, fit
 

@@ -30,7 +30,8 @@ from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.eval import probing
 from transferlab.recipes import backbone as bb
-from transferlab.recipes.common import TextConfig, log
+from transferlab.log import log
+from transferlab.text.tokenize import TextConfig
 
 
 @dataclass(frozen=True)
