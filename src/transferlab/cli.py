@@ -141,8 +141,8 @@ def cmd_pretrain(args, overrides) -> None:
 
 
 def cmd_finetune(args, overrides) -> None:
+    from transferlab.encoders.backbone import family
     from transferlab.recipes import finetune
-    from transferlab.recipes.backbone import family
 
     # the encoder family's defaults (configs/defaults_<family>.toml) go under the user's preset
     encoder = args.encoder or _override(overrides, "encoder") or "awd_lstm"
@@ -197,8 +197,8 @@ def cmd_predict(args, overrides) -> None:
 
 def cmd_vectors(args, overrides) -> None:
     if args.action == "classify":
-        from transferlab.recipes import vector_features
         from transferlab.data.tasks import TaskDataConfig
+        from transferlab.recipes import vector_features
 
         data = TaskDataConfig(task=args.task, train=args.train or "", valid=args.valid or "", test=args.test or "",
                               text_col=args.text_col, text_b_col=args.text_b_col or "", label_col=args.label_col,

@@ -11,8 +11,9 @@ import pytest
 
 from transferlab import cli
 from transferlab.config import load_config
-from transferlab.recipes import finetune, predict, pretrain_lm, ulmfit
 from transferlab.data.tasks import TaskDataConfig, read_examples
+from transferlab.recipes import finetune, predict, pretrain_lm, ulmfit
+from transferlab.tasks.loading import load_task_model
 
 WORDS = "good great fun loved fine bad awful boring dull waste the a movie film plot was it".split()
 
@@ -57,7 +58,7 @@ def test_ulmfit_pipeline_and_classifier_dropouts(files, lm, tmp_path):
                         "awd_lstm.weight_p=0.44")
     summary = finetune.run(cfg)
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
-    loaded = finetune.load_task_model(summary["checkpoint"])
+    loaded = load_task_model(summary["checkpoint"])
     model, labels = loaded.model, loaded.labels
     assert labels == ["bad", "good"]
     # the classifier trained with its own dropouts, recorded in its checkpoint; sizes stay the LM's

@@ -132,3 +132,13 @@ def label_ids(labels: list[str], examples: list[Example], where: str) -> list[in
                              f"(known labels: {', '.join(labels)})")
         out.append(index[ex.label])
     return out
+
+
+def all_texts(examples: list[Example]) -> list[str]:
+    """Every text of the examples (both of a pair; a tagged sentence's words joined by spaces),
+    for building a vocabulary or training a tokenizer on a task."""
+    if isinstance(examples[0], PairExample):
+        return [t for ex in examples for t in (ex.text_a, ex.text_b)]
+    if isinstance(examples[0], TaggedSentence):
+        return [" ".join(ex.tokens) for ex in examples]
+    return [ex.text for ex in examples]

@@ -44,13 +44,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transferlab.config import (PRESET_DIR, ConfigError, load_config, merge, parse_override, read_toml, to_dict,
-                                write_json)
-from transferlab.eval import curves
-from transferlab.recipes import finetune
-from transferlab.recipes.backbone import family
-from transferlab.log import log
+from transferlab.config import (
+    PRESET_DIR,
+    ConfigError,
+    load_config,
+    merge,
+    parse_override,
+    read_toml,
+    to_dict,
+    write_json,
+)
 from transferlab.data.tasks import TaskDataConfig, load_task
+from transferlab.encoders.backbone import family
+from transferlab.eval import curves
+from transferlab.log import log
+from transferlab.recipes import finetune
+from transferlab.tasks.model import main_metric
 
 METHODS_FILE = PRESET_DIR / "curve_methods.toml"
 LM_PLACEHOLDER = "{lm}"
@@ -297,7 +306,7 @@ def _clear_checkpoints(folder: Path) -> None:
 def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int, seed: int) -> dict:
     summary = finetune.run(ft)
     test = {k.removeprefix("test_"): v for k, v in summary.items() if k.startswith("test_")}
-    metric = finetune.main_metric(summary["kind"], test)
+    metric = main_metric(summary["kind"], test)
     return {"method": name, "size": size, "seed": seed, "metric": metric, "score": float(test[metric]),
             "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
 

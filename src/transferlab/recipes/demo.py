@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from transferlab.config import load_config, write_json
-from transferlab.recipes import finetune, pretrain_lm
 from transferlab.log import log
+from transferlab.recipes import finetune, pretrain_lm
 
 
 def _bar_chart(rows: list[tuple[str, float]], path: Path, title: str) -> None:

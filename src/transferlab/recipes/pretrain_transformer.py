@@ -34,11 +34,11 @@ from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.batching import Batches
 from transferlab.devices import to_device
+from transferlab.encoders.backbone import SubwordConfig, subword_framing
 from transferlab.encoders.transformer import Transformer, TransformerConfig
+from transferlab.log import log
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
 from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
-from transferlab.recipes.backbone import SubwordConfig, subword_framing
-from transferlab.log import log
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
 from transferlab.train import TrainConfig, evaluating, fit
 

@@ -27,10 +27,9 @@ from torch import nn
 from transferlab.adapt.finetune import param_groups, transfer_embeddings
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
-from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, encode_corpus, perplexity
-from transferlab.log import log
-from transferlab.pretrain.lm import load_lm
 from transferlab.data.tasks import task_texts
+from transferlab.log import log
+from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, encode_corpus, load_lm, perplexity
 from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
 
