@@ -147,7 +147,8 @@ def spans_index(batch: list[int], framed: list, offsets: np.ndarray, subword: Su
             slots.extend([slot] * len(span))
             flat.extend(b * width + p for p in span)
             weights.extend([1.0 / len(span)] * len(span))
-    return (np.array(rows, dtype=np.int64), (torch.tensor(slots, dtype=torch.long), torch.tensor(flat, dtype=torch.long)),
+    return (np.array(rows, dtype=np.int64),
+            (torch.tensor(slots, dtype=torch.long), torch.tensor(flat, dtype=torch.long)),
             torch.tensor(weights))
 
 
@@ -230,7 +231,8 @@ class FrozenMixEncoder(nn.Module):
         self.takes_type_ids = getattr(encoder, "takes_type_ids", False)
         device = next(encoder.parameters()).device
         with torch.no_grad():
-            probe = encoder.eval()(torch.tensor([[1, 2]], device=device), torch.ones(1, 2, dtype=torch.bool, device=device))
+            probe = encoder.eval()(torch.tensor([[1, 2]], device=device),
+                                   torch.ones(1, 2, dtype=torch.bool, device=device))
         self.used = [j for j, layer in enumerate(probe.layers) if layer.size(-1) == self.dim]
         self.n_layers = len(probe.layers)
         self.mix = ScalarMix(len(self.used))

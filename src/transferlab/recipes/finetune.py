@@ -4,7 +4,8 @@ The encoder (:mod:`transferlab.encoders.backbone`: ``awd_lstm``, ``transformer``
 Face model such as ``minilm-l6``) and the task shape (from the data: texts -> classification or
 regression, text pairs -> the same on the family's pair framing, tagged words -> sequence
 labeling; :mod:`transferlab.tasks.model`) are independent: every combination runs through the
-same code below and the same flags. The ULMFiT techniques (Howard & Ruder 2018) apply to any pretrained encoder through its
+same code below and the same flags. The ULMFiT techniques (Howard & Ruder 2018) apply to any
+pretrained encoder through its
 ``layer_groups()``: discriminative learning rates (``ulmfit.discriminative``, ``ulmfit.decay``),
 the configured schedule, slanted triangular by default (``ulmfit.stlr=false`` makes it constant),
 and gradual unfreezing (``ulmfit.gradual_unfreeze``). For the AWD-LSTM a ``--pretrained`` LM first
@@ -144,7 +145,8 @@ def _ulmfit_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:
         raise ValueError(f"--pretrained applies to awd_lstm and transformer, not {cfg.encoder}; "
                          f"start a fasttext classifier from vectors with --vectors")
     lm, old_vocab = load_lm(cfg.pretrained)
-    lm, vocab = finetune_lm(cfg, lm, old_vocab, tokenizer(cfg.text))
+    lm, vocab = finetune_lm(lm, old_vocab, tokenizer(cfg.text), cfg.lm_finetune, cfg.ulmfit, cfg.data,
+                            Path(cfg.lm_finetune.out or Path(cfg.out) / "lm"), to_dict(cfg))
     lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
     return bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len or None, pretrained=True)
 
@@ -222,14 +224,14 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
 
     loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss}[kind]
     train_cfg = schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train
+    pairs = isinstance(data["train"][0], PairExample)
     out = Path(cfg.out)
     start = time.perf_counter()
     result = fit(model, loss, batches, train_cfg, groups=[pgroups[-1]] if unfreeze else pgroups,
                  on_epoch_start=on_epoch_start if unfreeze else None,
                  evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items() if k != "per_type"},
                  out_dir=out, config=to_dict(cfg),
-                 files={**b.files, "labels": labels,
-                        "task": {"kind": kind, "both_orders": both, "pairs": isinstance(data["train"][0], PairExample)}})
+                 files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs}})
     wall = time.perf_counter() - start
     test = score(model, "test")
     summary = {f"test_{k}": v for k, v in test.items()} | {

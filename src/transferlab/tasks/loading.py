@@ -71,8 +71,9 @@ def load_task_model(path: str | Path) -> TaskPredictor:
     b = bb.rebuild_backbone(ckpt.files, text, c.get("data", {}).get("max_len", 0))
     labels = list(ckpt.files["labels"])
     task = ckpt.files["task"]
-    model = build_model(b, task["kind"], len(labels) if labels else 1, from_dict(TaskConfig, c.get("task", {}), "task."),
-                        from_dict(ClassifierHeadConfig, c.get("head", {}), "head."), c.get("adapt", "finetune"),
+    task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
+    head = from_dict(ClassifierHeadConfig, c.get("head", {}), "head.")
+    model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, c.get("adapt", "finetune"),
                         c.get("features_cache_gb", 4.0))
     load_weights(model, path)
     model.eval()
