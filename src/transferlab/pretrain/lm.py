@@ -40,7 +40,6 @@ __all__ = [
     "build_lm",
     "load_lm",
     "LMStream",
-    "lm_stream",
     "encode_corpus",
     "LMLoss",
     "linear_cross_entropy",
@@ -134,19 +133,6 @@ class LMStream:
                 "ids": self.data[:, i : i + length].contiguous(),  # (B, T)
                 "labels": self.data[:, i + 1 : i + 1 + length].contiguous(),  # (B, T)
             }
-
-
-def lm_stream(
-    token_ids: torch.Tensor,
-    batch_size: int,
-    bptt: int,
-    *,
-    seed: int = 0,
-    epoch: int = 0,
-    variable: bool = True,
-) -> LMStream:
-    """An iterable :class:`LMStream` (set ``.epoch`` to redraw the window lengths)."""
-    return LMStream(token_ids, batch_size, bptt, seed=seed, epoch=epoch, variable=variable)
 
 
 _CHUNK_ELEMENTS = 1 << 24  # logits computed 16M entries (64 MB in fp32) at a time

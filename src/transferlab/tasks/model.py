@@ -26,7 +26,7 @@ from transferlab.encoders.backbone import Backbone
 from transferlab.encoders.registry import ENCODERS
 from transferlab.eval import metrics
 from transferlab.tasks.classify import ClassifierHeadConfig, LinearHead, PoolingClassifier, TaskModel, predict_outputs
-from transferlab.tasks.tag import IGNORE_INDEX, TaggerModel, TokenTagger, position_labels, predict_tags
+from transferlab.tasks.tag import IGNORE_INDEX, TokenTagger, position_labels, predict_tags
 
 Kind = Literal["classify", "regress", "tag"]
 Adapt = Literal["finetune", "features"]
@@ -136,7 +136,7 @@ def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: Cla
     encoder = b.encoder if adapt == "finetune" else FrozenMixEncoder(b.encoder, cache_gb)
     dim = encoder.dim
     if kind == "tag":
-        return TaggerModel(encoder, TokenTagger(dim, n_out, task.dropout))
+        return TaskModel(encoder, TokenTagger(dim, n_out, task.dropout))
     pooling, default = task.pooling, ENCODERS[b.family].pooling
     if default == "mean":  # Joulin et al.: the average of the bag, one linear layer
         return TaskModel(encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
