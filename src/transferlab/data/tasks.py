@@ -38,7 +38,9 @@ class TaskDataConfig:
     valid_fraction: float = 0.1  # held out of train when the task has no validation split
     valid_size: int = 0  # score at most this many validation examples (a fixed random subset); 0 = all
     batch_size: int = 32
-    max_len: int = 0  # tokens kept per text; 0 = all
+    # tokens kept per text (the model's own limit still applies); None = all. A TOML file or an
+    # override, which cannot write None, says 0 for it
+    max_len: int | None = None
 
     def __post_init__(self):
         if self.train_size < 0 or self.valid_size < 0:
@@ -50,6 +52,10 @@ class TaskDataConfig:
             raise ValueError(f"data.batch_size must be >= 1, got {self.batch_size}")
         if not self.task and not self.train:
             raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
+        if self.max_len is not None and self.max_len < 0:
+            raise ValueError(f"data.max_len must be >= 0 (0 = no limit), got {self.max_len}")
+        if self.max_len == 0:
+            object.__setattr__(self, "max_len", None)  # one spelling inside: None is no limit
 
 
 def _header(cfg: TaskDataConfig) -> bool | None:

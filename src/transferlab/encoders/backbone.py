@@ -97,7 +97,7 @@ def word_backbone(encoder: nn.Module, vocab: Vocab, text: TextConfig, max_len: i
 
 # --- subword level (our Transformer, Hugging Face models) --------------------------------------
 
-def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int) -> Framing:
+def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int | None) -> Framing:
     ids = tok.ids
     if causal:
         start = ids.get("bos", ids.get("cls", ids.get("eos")))
@@ -110,15 +110,15 @@ def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int) -> Framin
 
 
 def subword_backbone(encoder: nn.Module, tok: SubwordTokenizer, fam: str, files: dict, causal: bool,
-                     max_len: int, pretrained: bool, pooler=None) -> Backbone:
+                     max_len: int | None, pretrained: bool, pooler=None) -> Backbone:
     files = {"tokenizer": tok.to_dict(), **files}
     return Backbone(encoder, fam, subword_framing(tok, causal, max_len), tok.pad_id, tok.encode_batch,
                     tok.encode_words, files, causal=causal, pretrained=pretrained, pooler=pooler)
 
 
-def limit(data_max_len: int, model_max_len: int | None) -> int | None:
-    """The tokens kept per sequence: the data's limit (0 = none) within the model's (None = none)."""
-    if not data_max_len:
+def limit(data_max_len: int | None, model_max_len: int | None) -> int | None:
+    """The tokens kept per sequence: the data's limit within the model's (None: no limit)."""
+    if data_max_len is None:
         return model_max_len
     return min(data_max_len, model_max_len) if model_max_len else data_max_len
 
@@ -134,7 +134,7 @@ def load_encoder_weights(encoder: nn.Module, path: str | Path) -> None:
 
 
 def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained: str, train_text: Iterable[str],
-                         lower: bool, data_max_len: int, reinit: bool = False) -> Backbone:
+                         lower: bool, data_max_len: int | None, reinit: bool = False) -> Backbone:
     if reinit and not pretrained:
         raise ValueError("reinit=true needs --pretrained: it keeps that checkpoint's tokenizer and shape")
     if pretrained:
@@ -159,7 +159,7 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
                             pretrained=bool(pretrained) and not reinit)
 
 
-def hf_backbone(name: str, data_max_len: int) -> Backbone:
+def hf_backbone(name: str, data_max_len: int | None) -> Backbone:
     p = load_pretrained(name)
     if p.native:
         cfg = p.encoder.cfg
@@ -174,16 +174,17 @@ def hf_backbone(name: str, data_max_len: int) -> Backbone:
                             pretrained=True, pooler=p.pooler)
 
 
-def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbone:
+def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int | None) -> Backbone:
     """The backbone of a saved task model: its encoder's shape (weights loaded by the caller) and
     its tokenization."""
+    data_max_len = data_max_len or None  # checkpoints written before max_len was int | None say 0
     spec = files["encoder"]
     fam = ENCODERS[spec["name"]]
     encoder = fam.rebuild(spec, files)
     if fam.tokens == "vectors":
         return static_backbone(None, text, encoder=encoder, vocab=Vocab.from_dict(files["vocab"]))
     if fam.tokens == "words":
-        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True,
+        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len, True,
                              fam=spec["name"])
     tok = SubwordTokenizer.from_dict(files["tokenizer"])
     return subword_backbone(encoder, tok, spec["name"], {"encoder": spec}, fam.causal(spec, encoder),
@@ -250,7 +251,7 @@ def is_hf_folder(path: Path) -> bool:
         return False
 
 
-def pretrained_backbone(path: Path, text: TextConfig, max_len: int) -> Backbone:
+def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
     """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
     tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
     ckpt = load_checkpoint(path)
@@ -261,16 +262,16 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int) -> Backbone:
         cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")
         encoder = ENCODERS["awd_lstm"].new(cfg, len(vocab), vocab.pad_id)
         load_encoder_weights(encoder, path)
-        return word_backbone(encoder, vocab, text, max_len or None, pretrained=True)
+        return word_backbone(encoder, vocab, text, max_len, pretrained=True)
     raise ValueError(f"{path}: not a checkpoint transferlab can take an encoder from (pretrain lm, pretrain "
                      f"mlm|clm, finetune) nor a Hugging Face model folder")
 
 
 def scratch_backbone(fam: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]], scratch: ScratchConfig,
-                     max_len: int) -> Backbone:
+                     max_len: int | None) -> Backbone:
     if ENCODERS[fam].tokens == "pieces":  # a tokenizer trained on the text, then the encoder
         return transformer_backbone(scratch.transformer, scratch.subword, "", scratch_text(), text.lower, max_len)
     tok = tokenizer(text)
     vocab = Vocab.build(tok(t) for t in scratch_text())
     encoder = ENCODERS[fam].new(getattr(scratch, fam), len(vocab), vocab.pad_id)
-    return word_backbone(encoder, vocab, text, max_len or None, pretrained=False, fam=fam)
+    return word_backbone(encoder, vocab, text, max_len, pretrained=False, fam=fam)

@@ -148,7 +148,7 @@ def _ulmfit_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:
     lm, vocab = finetune_lm(lm, old_vocab, tokenizer(cfg.text), cfg.lm_finetune, cfg.ulmfit, cfg.data,
                             Path(cfg.lm_finetune.out or Path(cfg.out) / "lm"), to_dict(cfg))
     lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
-    return bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len or None, pretrained=True)
+    return bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len, pretrained=True)
 
 
 def _word_backbone(cfg: FinetuneConfig, data: dict, fam: str, wv) -> bb.Backbone:
@@ -160,7 +160,7 @@ def _word_backbone(cfg: FinetuneConfig, data: dict, fam: str, wv) -> bb.Backbone
     if wv is not None:
         specials = [vocab.pad_id, vocab.unk_id, vocab.bos_id, vocab.eos_id]
         log(str(init_embedding(encoder.embedding, vocab.itos, wv, skip=specials, seed=cfg.train.seed)))
-    return bb.word_backbone(encoder, vocab, cfg.text, cfg.data.max_len or None, pretrained=False, fam=fam)
+    return bb.word_backbone(encoder, vocab, cfg.text, cfg.data.max_len, pretrained=False, fam=fam)
 
 
 # --- training ------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def load_task_model(path: str | Path) -> TaskPredictor:
         raise ValueError(f"{path}: not a finetune checkpoint (no {', '.join(m + '.json' for m in missing)})")
     c = ckpt.config
     text = from_dict(TextConfig, c.get("text", {}), "text.")
-    b = bb.rebuild_backbone(ckpt.files, text, c.get("data", {}).get("max_len", 0))
+    b = bb.rebuild_backbone(ckpt.files, text, c.get("data", {}).get("max_len"))
     labels = list(ckpt.files["labels"])
     task = ckpt.files["task"]
     task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
@@ -81,7 +81,8 @@ def load_task_model(path: str | Path) -> TaskPredictor:
 
 
 def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,
-                  scratch: bb.ScratchConfig = bb.ScratchConfig(), max_len: int = 0, seed: int = 0) -> bb.Backbone:
+                  scratch: bb.ScratchConfig = bb.ScratchConfig(), max_len: int | None = None,
+                  seed: int = 0) -> bb.Backbone:
     """The backbone ``spec`` names, whatever produced it:
 
     - static vectors (``glove-6b-50d``, a ``pretrain word2vec|fasttext|glove`` output, a file);
