@@ -38,6 +38,7 @@ class TaskDataConfig:
     valid_fraction: float = 0.1  # held out of train when the task has no validation split
     valid_size: int = 0  # score at most this many validation examples (a fixed random subset); 0 = all
     batch_size: int = 32
+    eval_batch_size: int = 64  # sequences per batch when scoring and predicting
     # tokens kept per text (the model's own limit still applies); None = all. A TOML file or an
     # override, which cannot write None, says 0 for it
     max_len: int | None = None
@@ -48,8 +49,9 @@ class TaskDataConfig:
                              f"{self.valid_size}")
         if not 0.0 < self.valid_fraction < 1.0:
             raise ValueError(f"data.valid_fraction must be in (0, 1), got {self.valid_fraction}")
-        if self.batch_size < 1:
-            raise ValueError(f"data.batch_size must be >= 1, got {self.batch_size}")
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise ValueError(f"data.batch_size and data.eval_batch_size must be >= 1, got {self.batch_size}, "
+                             f"{self.eval_batch_size}")
         if not self.task and not self.train:
             raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
         if self.max_len is not None and self.max_len < 0:

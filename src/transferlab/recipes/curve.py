@@ -177,8 +177,10 @@ def _data_overrides(data: TaskDataConfig) -> list[str]:
 def _lm_stage_folder(cfg: CurveConfig, ft: finetune.FinetuneConfig) -> Path:
     """One target-task LM fine-tuning per distinct LM stage (pretrained LM, its settings, the
     task's text); the labeled subset does not enter it, so every size and seed shares it."""
-    data = {k: v for k, v in to_dict(ft.data).items() if k not in (*_PER_CELL, "batch_size", "max_len")}
-    lm = to_dict(ft.lm_finetune) | {"out": ""}
+    data = {k: v for k, v in to_dict(ft.data).items()
+            if k not in (*_PER_CELL, "batch_size", "eval_batch_size", "max_len")}
+    # eval_batch_size changes no weights (and folders named before it existed stay valid)
+    lm = {k: v for k, v in to_dict(ft.lm_finetune).items() if k != "eval_batch_size"} | {"out": ""}
     key = json.dumps([str(Path(ft.pretrained).resolve()), lm, to_dict(ft.text), data], sort_keys=True)
     return Path(cfg.out) / f"lm-finetuned-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 

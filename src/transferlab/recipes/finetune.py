@@ -220,7 +220,7 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     gold = {s: [list(ex.tags) for ex in data[s]] for s in data} if kind == "tag" else {}
 
     def score(m, split: str) -> dict:
-        return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split))
+        return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split), cfg.data.eval_batch_size)
 
     loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss}[kind]
     train_cfg = schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train

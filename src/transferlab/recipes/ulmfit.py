@@ -53,6 +53,7 @@ class LMFinetuneConfig:
     max_vocab: int = 60000
     batch_size: int = 32
     bptt: int = 70
+    eval_batch_size: int = 8  # rows of the validation stream (its perplexity)
     out: str = ""  # where the fine-tuned LM is kept (reused if complete); "" = <out>/lm
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=2e-3, epochs=1, schedule="slanted_triangular"))
 
@@ -114,7 +115,7 @@ def finetune_lm(lm: LanguageModel, old_vocab: Vocab, tok, c: LMFinetuneConfig, u
     evaluate = None
     if valid_text:
         valid = encode_corpus(valid_text, vocab, tok)
-        evaluate = lambda m: {"valid_ppl": perplexity(m, LMStream(valid, 8, c.bptt, variable=False))}  # noqa: E731
+        evaluate = lambda m: {"valid_ppl": perplexity(m, LMStream(valid, c.eval_batch_size, c.bptt, variable=False))}  # noqa: E731
     pgroups = param_groups(lm_groups(lm), c.train.lr, u.decay if u.discriminative else 1.0, head=lm.decoder)
     start = time.perf_counter()
     fit(lm, LMLoss(), lambda epoch: LMStream(stream, c.batch_size, c.bptt, seed=c.train.seed, epoch=epoch),

@@ -38,6 +38,7 @@ class TaskPredictor:
     both_orders: bool
     pairs: bool  # trained on text pairs
     config: dict  # the resolved config it was trained with
+    batch_size: int = 64  # sequences per batch when scoring and predicting (data.eval_batch_size)
 
     def encode(self, examples: list, where: str) -> Encoded:
         return encode_examples(self.backbone, examples, self.kind, self.labels, self.both_orders, where)
@@ -46,8 +47,8 @@ class TaskPredictor:
     def outputs(self, examples: list) -> torch.Tensor:
         """Raw outputs (N, C): logits, or the regression value in column 0."""
         enc = self._unlabeled(examples)
-        return predict_outputs(self.model, Batches(enc.seqs, 64, pad_id=self.backbone.pad_id, shuffle=False,
-                                                   seq_extra=enc.seq_extra))
+        return predict_outputs(self.model, Batches(enc.seqs, self.batch_size, pad_id=self.backbone.pad_id,
+                                                   shuffle=False, seq_extra=enc.seq_extra))
 
     def _unlabeled(self, examples: list) -> Encoded:
         """Examples without labels, encoded (a placeholder label that nothing reads)."""
@@ -57,7 +58,7 @@ class TaskPredictor:
     def evaluate(self, examples: list, where: str) -> dict:
         enc = self.encode(examples, where)
         gold = [list(ex.tags) for ex in examples] if self.kind == "tag" else None
-        return evaluate(self.model, enc, self.kind, self.labels, self.backbone.pad_id, gold)
+        return evaluate(self.model, enc, self.kind, self.labels, self.backbone.pad_id, gold, self.batch_size)
 
 
 def load_task_model(path: str | Path) -> TaskPredictor:
@@ -77,7 +78,8 @@ def load_task_model(path: str | Path) -> TaskPredictor:
                         c.get("features_cache_gb", 4.0))
     load_weights(model, path)
     model.eval()
-    return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c)
+    return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c,
+                         int(c.get("data", {}).get("eval_batch_size", 64)))
 
 
 def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,

@@ -155,9 +155,10 @@ def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: Cla
 
 # --- scores --------------------------------------------------------------------------------------
 
-def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_id: int, gold_tags=None) -> dict:
+def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_id: int, gold_tags=None,
+             batch_size: int = 64) -> dict:
     device = next(model.parameters()).device
-    batches = Batches(enc.seqs, 64, pad_id=pad_id, shuffle=False, seq_extra=enc.seq_extra)
+    batches = Batches(enc.seqs, batch_size, pad_id=pad_id, shuffle=False, seq_extra=enc.seq_extra)
     if kind == "tag":
         fallback = labels.index("O") if "O" in labels else 0
         pred = predict_tags(model, batches, enc.positions, enc.n_words, fallback, device)
