@@ -31,7 +31,7 @@ from transferlab.data.tasks import TaskDataConfig, all_texts, load_task
 from transferlab.encoders import backbone as bb
 from transferlab.encoders.awd_lstm import DROPOUTS, AWDLSTMConfig
 from transferlab.encoders.fasttext import FastTextConfig
-from transferlab.encoders.registry import ENCODERS
+from transferlab.encoders.registry import ENCODERS, buildable
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.log import log
 from transferlab.pretrain.lm import load_lm
@@ -99,13 +99,9 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     (its embedding from ``--vectors`` if given)."""
     fam = bb.family(cfg.encoder)
     wv = _vectors(cfg, fam)
-    if fam == "hf":
-        return bb.hf_backbone(cfg.encoder, cfg.data.max_len)
-    if fam == "static":  # word vectors as the encoder: frozen under --adapt=features, trained otherwise
-        from transferlab.vectors.keyed import load_vectors
-
-        return bb.static_backbone(load_vectors(cfg.encoder), cfg.text, trainable=cfg.adapt == "finetune")
-    if fam == "transformer":
+    if fam not in buildable():  # a model that is loaded, never built: a Hugging Face model, word vectors
+        return _loaded_backbone(cfg, fam)
+    if ENCODERS[fam].tokens == "pieces":  # a tokenizer (the checkpoint's or trained on the task), then the model
         return _transformer_backbone(cfg, data, wv)
     if cfg.reinit:
         raise ValueError(f"reinit=true applies to --encoder transformer, not {cfg.encoder}")
@@ -114,11 +110,19 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     return _word_backbone(cfg, data, fam, wv)
 
 
+def _loaded_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:
+    if fam == "static":  # word vectors as the encoder: frozen under --adapt=features, trained otherwise
+        from transferlab.vectors.keyed import load_vectors
+
+        return bb.static_backbone(load_vectors(cfg.encoder), cfg.text, trainable=cfg.adapt == "finetune")
+    return bb.hf_backbone(cfg.encoder, cfg.data.max_len)
+
+
 def _vectors(cfg: FinetuneConfig, fam: str):
     """The ``--vectors`` an encoder trained from scratch starts its embedding from, or None."""
     if not cfg.vectors:
         return None
-    if cfg.pretrained or fam in ("hf", "static"):
+    if cfg.pretrained or fam not in buildable():
         raise ValueError(f"--vectors initializes the embedding of an encoder trained from scratch; "
                          f"{cfg.pretrained or cfg.encoder} brings its own")
     from transferlab.vectors.keyed import load_vectors

@@ -29,6 +29,7 @@ from transferlab.adapt.features import cached_word_features, encoder_identity
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.encoders import backbone as bb
+from transferlab.encoders.registry import buildable
 from transferlab.eval import probing
 from transferlab.log import log
 from transferlab.tasks.loading import load_backbone
@@ -95,7 +96,7 @@ def run(cfg: ProbeRunConfig) -> dict:
     scratch_text = lambda: (" ".join(s) for t in tasks for s in t.sentences["train"])  # noqa: E731
     b = load_backbone(cfg.encoder, cfg.text, scratch_text, cfg.scratch, seed=cfg.probe.seed)
     identity = encoder_identity(cfg.encoder)
-    if b.family in ("awd_lstm", "transformer", "fasttext") and not b.pretrained:
+    if b.family in buildable() and not b.pretrained:
         identity += f"|random:{cfg.probe.seed}|{to_dict(cfg.scratch)}"
     cache = Path(cfg.cache) if cfg.cache else catalog.cache_dir() / "features"
     results: dict = {"encoder": cfg.encoder, "subword": cfg.subword, "probe": cfg.probe.probe, "tasks": {}}
