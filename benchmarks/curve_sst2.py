@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
 from transferlab.recipes import curve  # noqa: E402
-from transferlab.recipes.task_data import TaskDataConfig  # noqa: E402
+from transferlab.data.tasks import TaskDataConfig  # noqa: E402
 
 
 def main() -> None:

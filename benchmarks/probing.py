@@ -69,11 +69,11 @@ def speed(out: Path, max_words: int) -> dict:
 
     from transferlab.adapt.features import cached_word_features, encoder_identity
     from transferlab.eval import probing
-    from transferlab.recipes import backbone as bb
-    from transferlab.recipes.common import TextConfig
+    from transferlab.tasks.loading import load_backbone
+    from transferlab.text.tokenize import TextConfig
 
     task = probing.word_tasks(["upos"])[0]
-    b = bb.load_backbone("minilm-l6", TextConfig(lower=False))
+    b = load_backbone("minilm-l6", TextConfig(lower=False))
     feats = {s: cached_word_features(b, encoder_identity("minilm-l6"), task.sentences[s], out / "cache",
                                      progress=False)[0] for s in ("train", "test")}
     rows = {s: np.nonzero(feats[s].kept)[0] for s in feats}

@@ -213,7 +213,7 @@ def fasttext_classifier(task: str, vectors: str, seed: int, out: Path) -> float:
 
 def downstream(out: Path, seeds: list[int]) -> dict:
     from transferlab.recipes import vector_features
-    from transferlab.recipes.task_data import TaskDataConfig
+    from transferlab.data.tasks import TaskDataConfig
 
     w2v, d2v = pretrain_for_tasks(out)
     figures: dict = {}

@@ -31,7 +31,8 @@ ABLATIONS = {"no_discr": "ulmfit.discriminative=false", "no_stlr": "ulmfit.stlr=
              "no_unfreeze": "ulmfit.gradual_unfreeze=false"}
 
 
-def cells(sizes: list[int], seeds: list[int], all_seeds: list[int], ablations: bool = True) -> list[tuple[str, int, int]]:
+def cells(sizes: list[int], seeds: list[int], all_seeds: list[int],
+          ablations: bool = True) -> list[tuple[str, int, int]]:
     """Small sizes first, then the ablations at 1,000 labels, then all labels (the long runs)."""
     grid = [(m, size, seed) for size in sizes if size for seed in seeds for m in ("ulmfit", "scratch")]
     grid += [(m, 1000, seed) for seed in seeds for m in ABLATIONS] if ablations else []

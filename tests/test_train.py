@@ -30,7 +30,8 @@ def toy_data(n: int = 32, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
 
 def batches(x, y, size: int, shuffle: bool = True):
     def data(epoch: int) -> list[dict]:
-        order = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch)) if shuffle else torch.arange(len(x))
+        g = torch.Generator().manual_seed(epoch)
+        order = torch.randperm(len(x), generator=g) if shuffle else torch.arange(len(x))
         return [{"x": x[order[i:i + size]], "labels": y[order[i:i + size]]} for i in range(0, len(x), size)]
     return data
 
@@ -198,7 +199,8 @@ def test_resume_after_a_crash_is_exact(tmp_path, save_every, crash_step, saved_s
     assert result.step == ref_result.step == 12 and result.epoch == 3
     assert result.history == ref_result.history and result.best == ref_result.best
     assert (out / "metrics.jsonl").read_text().startswith(logged)  # appended, never truncated
-    assert torch.equal(load_checkpoint(out / "last").tensors["loss.h"], load_checkpoint(tmp_path / "ref/last").tensors["loss.h"])
+    ours, ref = load_checkpoint(out / "last"), load_checkpoint(tmp_path / "ref/last")
+    assert torch.equal(ours.tensors["loss.h"], ref.tensors["loss.h"])
 
 
 def test_stream_without_len_needs_steps_per_epoch():

@@ -17,6 +17,23 @@ Contracts between pipeline stages (written once, here):
   fine-tuning alike.
 - Artifacts: a checkpoint is a folder of ``model.safetensors``, ``config.json``, vocabulary or
   tokenizer files and ``state.json``. Nothing is ever pickled.
+
+Layers: a module imports from its own floor or the floors below it, never from above, and the
+imports (inside functions too) form no cycle; ``tests/test_layers.py`` checks every module
+against this table (the longest name that matches a module is its entry):
+
+    floor  modules
+    0      config, checkpoint, devices, schedules, log, train, transferlab (this package)
+    1      data
+    2      text, vectors, eval.metrics
+    3      encoders
+    4      pretrain, adapt, tasks
+    5      eval
+    6      recipes
+    7      cli
+
+``train`` knows nothing of NLP (the loss is passed in); ``eval.metrics`` are plain functions of
+labels and predictions, below the task heads that report them.
 """
 
 __version__ = "0.1.0"

@@ -257,7 +257,8 @@ def _dedupe(state_dict: dict[str, Any]) -> tuple[dict[str, Tensor], dict[str, st
         cpu = t.cpu()
         storage = cpu.untyped_storage().data_ptr()
         # safetensors refuses views sharing memory and non-contiguous tensors: copy those
-        if storage in storages or not cpu.is_contiguous() or cpu.numel() * cpu.element_size() != cpu.untyped_storage().nbytes():
+        whole = cpu.numel() * cpu.element_size() == cpu.untyped_storage().nbytes()
+        if storage in storages or not cpu.is_contiguous() or not whole:
             cpu = cpu.clone(memory_format=torch.contiguous_format)
         storages.add(cpu.untyped_storage().data_ptr())
         out[name] = cpu

@@ -95,7 +95,7 @@ def cmd_data(args, overrides) -> None:
         if not args.name:
             raise ValueError(f"data build needs a corpus name: {', '.join(CORPORA)}")
         sources = [s.strip() for s in args.sources.split(",")] if args.sources else None
-        from transferlab.recipes.common import log
+        from transferlab.log import log
 
         build_corpus(args.name, args.out, sources, force=args.force, log=log)
         return
@@ -143,8 +143,8 @@ def cmd_pretrain(args, overrides) -> None:
 
 
 def cmd_finetune(args, overrides) -> None:
+    from transferlab.encoders.backbone import family
     from transferlab.recipes import finetune
-    from transferlab.recipes.backbone import family
 
     # the encoder family's defaults (configs/defaults_<family>.toml) go under the user's preset
     encoder = args.encoder or _override(overrides, "encoder") or "awd_lstm"
@@ -167,7 +167,7 @@ def _override(overrides: list[str], key: str) -> str | None:
 
 
 def _examples(args):
-    from transferlab.recipes.task_data import TaskDataConfig, load_task, read_examples
+    from transferlab.data.tasks import TaskDataConfig, load_task, read_examples
 
     if args.data:
         cfg = TaskDataConfig(task="", train=args.data, text_col=args.text_col, text_b_col=args.text_b_col or "",
@@ -199,8 +199,8 @@ def cmd_predict(args, overrides) -> None:
 
 def cmd_vectors(args, overrides) -> None:
     if args.action == "classify":
+        from transferlab.data.tasks import TaskDataConfig
         from transferlab.recipes import vector_features
-        from transferlab.recipes.task_data import TaskDataConfig
 
         data = TaskDataConfig(task=args.task, train=args.train or "", valid=args.valid or "", test=args.test or "",
                               text_col=args.text_col, text_b_col=args.text_b_col or "", label_col=args.label_col,

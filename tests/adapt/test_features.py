@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from transferlab.adapt.features import ScalarMix, cached_word_features, word_features
+from transferlab.encoders import backbone as bb
 from transferlab.encoders.transformer import TransformerConfig
-from transferlab.recipes import backbone as bb
-from transferlab.recipes.common import TextConfig
+from transferlab.tasks.loading import load_backbone
+from transferlab.text.tokenize import TextConfig
 
 SENTENCES = [["the", "unbelievably", "cheap", "tickets", "sold"], ["a", "dog"],
              ["tokenization", "of", "extraordinarily", "long", "words", "works", "here", "too"]]
@@ -21,7 +22,7 @@ def backbone():
     scratch = bb.ScratchConfig(transformer=TransformerConfig(dim=16, n_layers=2, n_heads=2, ffn_dim=32,
                                                              max_len=12, dropout=0.0, attn_dropout=0.0),
                                subword=bb.SubwordConfig(vocab_size=60, min_freq=1))
-    return bb.load_backbone("transformer", TextConfig(), lambda: iter(TEXT), scratch, seed=0)
+    return load_backbone("transformer", TextConfig(), lambda: iter(TEXT), scratch, seed=0)
 
 
 def test_scalar_mix_is_gamma_times_the_softmax_weighted_sum():

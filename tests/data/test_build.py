@@ -76,7 +76,8 @@ def test_unknown_corpus_and_source_are_named():
 
 def test_clean_line_and_rst_prose():
     assert clean_line("  a<br />b\u00a0c\x02d \\ufffdq\\ufffd ") == "a b c d 'q'"
-    rst = ("Title\n=====\n\nThe first paragraph is prose that\nwraps over two lines.\n\n.. note::\n\n   A directive body.\n\n"
+    rst = ("Title\n=====\n\nThe first paragraph is prose that\nwraps over two lines.\n\n"
+           ".. note::\n\n   A directive body.\n\n"
            "Run this::\n\n    $ make all\n    echo done\n\nSee :func:`len` and ``x`` for the details here.\n")
     assert rst_paragraphs(rst).splitlines() == [
         "The first paragraph is prose that wraps over two lines.", "See len and x for the details here."]

@@ -6,7 +6,8 @@ from transferlab.data.conll import ConllReader, ConlluReader
 from transferlab.data.errors import DataError
 from transferlab.data.examples import TaggedSentence
 
-CONLL = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\r\nBlackburn NNP I-NP I-PER"
+CONLL = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
+         "Peter NNP B-NP B-PER\r\nBlackburn NNP I-NP I-PER")
 
 CONLLU = """# newdoc id = d1
 # sent_id = s1

@@ -95,7 +95,8 @@ def test_hub_table_conversion_keeps_label_strings(monkeypatch, online, _offline_
     assert sorted(c[2] for c in calls) == sorted(CATALOG["sst2"].hub_files.values())
     assert list(load_examples("sst2", "test")) == [TextExample("good film", "1"), TextExample("bad film", "0")]
     sick = [{"id": 7, "sentence_A": "a", "sentence_B": "b", "relatedness_score": 4.5, "label": 0}]
-    _fake_datasets(monkeypatch, {"RobZamp/sick": (sick, {"label": ClassLabel(["entailment", "neutral", "contradiction"])})})
+    labels = ClassLabel(["entailment", "neutral", "contradiction"])
+    _fake_datasets(monkeypatch, {"RobZamp/sick": (sick, {"label": labels})})
     assert list(load_examples("sick", "train")) == [PairExample("a", "b", "ENTAILMENT")]  # the mirror's spelling
 
 
@@ -110,15 +111,16 @@ def test_hub_conll_conllu_and_squad(monkeypatch, online):
              {"id": "q2", "title": "T", "context": "Paris is nice.", "question": "Who?",
               "answers": {"text": [], "answer_start": []}}]
     _fake_datasets(monkeypatch, {
-        "eriktks/conll2003": (conll, {"pos_tags": Sequence(ClassLabel(["NNP", "VBZ"])), "chunk_tags": Sequence(ClassLabel(["B-NP"])),
-                                      "ner_tags": Sequence(ner)}),
+        "eriktks/conll2003": (conll, {"pos_tags": Sequence(ClassLabel(["NNP", "VBZ"])),
+                                      "chunk_tags": Sequence(ClassLabel(["B-NP"])), "ner_tags": Sequence(ner)}),
         "universal_dependencies": (ud, {"upos": Sequence(ClassLabel(["INTJ", "ADV"]))}),
         "rajpurkar/squad_v2": (squad, {}),
     })
     assert list(load_examples("conll2003", "test")) == [TaggedSentence(("Peter", "runs"), ("B-PER", "O"))]
     assert list(load_examples("conll2003", "test", tags="pos"))[0].tags == ("NNP", "VBZ")
     tree = next(iter(load_examples("ud-ewt", "dev", parsed=True)))
-    assert tree.upos == ("INTJ", "ADV") and tree.heads == (0, 1) and tree.xpos == ("UH", "_") and tree.text == "Hi there"
+    assert tree.upos == ("INTJ", "ADV") and tree.heads == (0, 1)
+    assert tree.xpos == ("UH", "_") and tree.text == "Hi there"
     q1, q2 = load_examples("squad-v2.0", "test")  # one article: int(0.8 * 1) = 0 go to train
     assert q1.answers == (Answer("Paris", 0),) and not q1.is_impossible and q2.is_impossible
 

@@ -34,7 +34,8 @@ VALID = {
     "squad": (SQUAD, lambda p: list(SquadReader(p))),
     "lines": ("one line\ntwo lines\n", lambda p: list(TextLines(p))),
     "word-pairs": ("# comment\ntiger\tcat\t7.35\nbook\tpaper\t7.46\n", lambda p: list(read_word_pairs(p))),
-    "analogies": (": capital\nAthens Greece Baghdad Iraq\nParis France Rome Italy\n", lambda p: list(read_analogies(p))),
+    "analogies": (": capital\nAthens Greece Baghdad Iraq\nParis France Rome Italy\n",
+                  lambda p: list(read_analogies(p))),
     "word2vec": ("2 3\ncat 0.1 0.2 0.3\ndog 0.4 0.5 0.6\n", lambda p: read_word2vec(p, binary=False)),
     "glove": ("cat 0.1 0.2 0.3\ndog 0.4 0.5 0.6\n", lambda p: read_glove(p)),
 }

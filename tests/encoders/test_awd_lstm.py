@@ -152,7 +152,7 @@ def test_config_validation_names_the_field():
 
 
 def test_registry_and_detach_state():
-    assert ENCODERS["awd_lstm"] == (AWDLSTM, AWDLSTMConfig)
+    assert ENCODERS["awd_lstm"].module is AWDLSTM and ENCODERS["awd_lstm"].config is AWDLSTMConfig
     model = tiny()
     state = model(torch.randint(0, 99, (2, 5))).state
     assert state[0][0].requires_grad

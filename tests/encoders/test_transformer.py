@@ -136,7 +136,7 @@ def test_overfits_one_batch():
 def test_registered():
     from transferlab.encoders.registry import ENCODERS
 
-    assert ENCODERS["transformer"] == (Transformer, TransformerConfig)
+    assert ENCODERS["transformer"].module is Transformer and ENCODERS["transformer"].config is TransformerConfig
 
 
 def test_gpt_style_causal_lm_through_language_model_and_fit():

@@ -37,7 +37,7 @@ def test_both_directions_learn_one_batch():
     batch = next(iter(LMStream(torch.randint(4, len(WORDS), (200,)), 4, 10, variable=False)))
     opt = torch.optim.Adam(model.parameters(), lr=2e-2)
     loss_fn = BiLMLoss()
-    first = float(loss_fn(model, batch))
+    first = loss_fn(model, batch).item()
     for _ in range(150):
         opt.zero_grad()
         loss_fn(model, batch).backward()

@@ -15,7 +15,6 @@ from transferlab.pretrain.lm import (
     LMStream,
     encode_corpus,
     linear_cross_entropy,
-    lm_stream,
     perplexity,
 )
 from transferlab import IGNORE_INDEX
@@ -52,7 +51,7 @@ def test_overfits_one_batch():
 @pytest.mark.parametrize("variable", [False, True])
 def test_stream_windows_are_contiguous_and_shifted(variable):
     ids = torch.arange(1000)
-    stream = lm_stream(ids, batch_size=4, bptt=10, seed=3, variable=variable)
+    stream = LMStream(ids, batch_size=4, bptt=10, seed=3, variable=variable)
     batches = list(stream)
     assert len(batches) == len(stream)
     rows = torch.cat([b["ids"] for b in batches], dim=1)  # (B, n - 1)
@@ -128,7 +127,7 @@ def test_tied_weights_share_storage():
 
 def test_loss_carries_state_and_checkpoints_it():
     model = tiny_lm().eval()
-    stream = list(lm_stream(torch.randint(0, V, (600,)), batch_size=4, bptt=10))
+    stream = list(LMStream(torch.randint(0, V, (600,)), batch_size=4, bptt=10))
     loss_fn = LMLoss()
     loss_fn(model, stream[0])
     assert loss_fn.state is not None and not loss_fn.state[0][0].requires_grad
@@ -158,7 +157,7 @@ def test_ar_and_tar_apply_in_training_only():
 def test_perplexity_of_a_uniform_model_is_the_vocab_size():
     model = tiny_lm(tie=False).train()
     torch.nn.init.zeros_(model.decoder.weight)  # every logit 0: a uniform distribution
-    stream = lm_stream(torch.randint(0, V, (500,)), batch_size=2, bptt=16, variable=False)
+    stream = LMStream(torch.randint(0, V, (500,)), batch_size=2, bptt=16, variable=False)
     assert perplexity(model, stream) == pytest.approx(V, rel=1e-5)
     assert model.training  # the caller's mode is restored
     assert perplexity(tiny_lm(), stream) > 1.0

@@ -100,3 +100,23 @@ def test_vocabulary_size_mismatch_is_refused_with_both_sizes():
              "nsp_labels": torch.zeros(2, dtype=torch.long)}
     with pytest.raises(ValueError, match="NSP head"):
         mlm_loss(model, batch)
+
+
+def test_packing_and_masked_batches_are_contiguous_and_deterministic():
+    from transferlab.pretrain.mlm import MaskedBatches, packed_windows, token_stream
+    from transferlab.text.subword import train_tokenizer
+
+    lines = ["the cat sat on the mat", "a dog ate the bone", "the mat was red"] * 10
+    tok = train_tokenizer(lines, "wordpiece", 80, 1, lower=True)
+    cls, sep = tok.ids["cls"], tok.ids["sep"]
+    stream = token_stream(lines, tok, sep, chunk=7)  # encoded in batches of 7 lines, one sep after each
+    assert stream.dtype == torch.int64 and int((stream == sep).sum()) == len(lines)
+    windows = packed_windows(stream, 10, cls, sep)
+    assert all(len(w) <= 10 and w[0] == cls and w[-1] == sep for w in windows)
+    inner = [t for w in windows for t in w[1:-1]]
+    assert inner == stream[:len(inner)].tolist()  # consecutive, nothing skipped
+    first = list(MaskedBatches(windows, 4, tok, 0.15, seed=1, epoch=0))
+    again = list(MaskedBatches(windows, 4, tok, 0.15, seed=1, epoch=0))
+    assert all(torch.equal(a["ids"], b["ids"]) and torch.equal(a["labels"], b["labels"]) for a, b in zip(first, again))
+    labels = torch.cat([b["labels"].flatten() for b in first])
+    assert (labels != IGNORE_INDEX).any() and not torch.isin(labels, torch.tensor([cls, sep, tok.pad_id])).any()

@@ -11,8 +11,8 @@ import pytest
 
 from transferlab import cli
 from transferlab.data import catalog
+from transferlab.data.tasks import TaskDataConfig, read_examples
 from transferlab.recipes import predict
-from transferlab.recipes.task_data import TaskDataConfig, read_examples
 
 GOOD, BAD = "good great fun loved fine".split(), "bad awful boring dull waste".split()
 FILL = "the a movie film plot was it".split()
@@ -174,7 +174,7 @@ def test_feature_extraction_trains_only_the_mix_and_the_head(data, tmp_path, sha
     import torch
 
     from transferlab.checkpoint import load_checkpoint
-    from transferlab.recipes.finetune import load_task_model
+    from transferlab.tasks.loading import load_task_model
 
     encoder = _minilm()
     summary = _finetune(data, tmp_path, shape, encoder, "--adapt=features", "--train.epochs=8", "--features_lr=1e-2")
@@ -217,7 +217,7 @@ def test_frozen_mix_caches_each_sequence_once():
 def test_word_vectors_as_the_encoder_frozen_or_trained(data, tmp_path, shared_data):
     """--encoder glove-6b-50d: a bag of GloVe vectors under a linear head; frozen with
     --adapt=features (a 1-layer mix), trained otherwise; the checkpoint reloads."""
-    from transferlab.recipes.finetune import load_task_model
+    from transferlab.tasks.loading import load_task_model
 
     frozen = _finetune(data, tmp_path, "cls", "glove-6b-50d", "--adapt=features", "--train.epochs=8",
                        "--features_lr=1e-2")

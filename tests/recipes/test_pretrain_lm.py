@@ -14,7 +14,6 @@ import pytest
 from safetensors.torch import load_file
 
 from transferlab import cli
-from transferlab.config import load_config
 from transferlab.recipes import pretrain_lm
 
 WORDS = "the a movie film plot was it good bad great dull fun and of to in".split()

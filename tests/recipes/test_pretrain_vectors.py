@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from transferlab import cli
-from transferlab.recipes.finetune import load_task_model
+from transferlab.tasks.loading import load_task_model
 from transferlab.vectors.keyed import WordVectors
 
 GOOD, BAD = "good great fun loved fine".split(), "bad awful boring dull waste".split()

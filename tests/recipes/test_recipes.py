@@ -11,8 +11,9 @@ import pytest
 
 from transferlab import cli
 from transferlab.config import load_config
+from transferlab.data.tasks import TaskDataConfig, read_examples
 from transferlab.recipes import finetune, predict, pretrain_lm, ulmfit
-from transferlab.recipes.task_data import TaskDataConfig, read_examples
+from transferlab.tasks.loading import load_task_model
 
 WORDS = "good great fun loved fine bad awful boring dull waste the a movie film plot was it".split()
 
@@ -57,7 +58,7 @@ def test_ulmfit_pipeline_and_classifier_dropouts(files, lm, tmp_path):
                         "awd_lstm.weight_p=0.44")
     summary = finetune.run(cfg)
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
-    loaded = finetune.load_task_model(summary["checkpoint"])
+    loaded = load_task_model(summary["checkpoint"])
     model, labels = loaded.model, loaded.labels
     assert labels == ["bad", "good"]
     # the classifier trained with its own dropouts, recorded in its checkpoint; sizes stay the LM's
@@ -113,8 +114,9 @@ def test_every_help_shows_an_example(command, capsys):
 def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
     from transferlab.adapt.finetune import param_groups
     from transferlab.encoders.awd_lstm import AWDLSTMConfig
+    from transferlab.pretrain.lm import build_lm
 
-    lm = pretrain_lm.build_lm(AWDLSTMConfig(dim=8, hidden_dim=12, n_layers=3), vocab_size=30)
+    lm = build_lm(AWDLSTMConfig(dim=8, hidden_dim=12, n_layers=3), vocab_size=30)
     groups = ulmfit.lm_groups(lm)
     assert groups == list(lm.encoder.rnns)  # the embedding is tied to the decoder: left out
     pg = param_groups(groups, 1e-2, 2.6, head=lm.decoder)
@@ -124,13 +126,3 @@ def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
     assert pg[0]["lr"] == pytest.approx(1e-2 / 2.6**3)
     n = sum(p.numel() for g in pg for p in g["params"])
     assert n == sum(p.numel() for p in lm.parameters())  # every parameter once
-
-
-def test_valid_size_scores_a_fixed_subset_of_validation(shared_data):
-    from transferlab.recipes.task_data import TaskDataConfig, load_task
-
-    full = load_task(TaskDataConfig(task="sst2", train_size=10))
-    cut = load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))
-    assert len(cut["valid"]) == 100 and len(full["valid"]) > 100 and cut["test"] == full["test"]
-    assert set(map(str, cut["valid"])) <= set(map(str, full["valid"]))
-    assert cut["valid"] == load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))["valid"]

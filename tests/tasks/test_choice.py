@@ -3,7 +3,7 @@ import torch
 from transferlab.data.batching import pad_batch
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.tasks.choice import ChoiceModel, choice_loss
-from transferlab.tasks.inputs import Framing
+from transferlab.text.framing import Framing
 
 
 def test_options_are_scored_and_softmaxed_per_question_and_it_learns():

@@ -1,5 +1,6 @@
 import torch
-from transferlab.tasks.tag import IGNORE_INDEX, TaggerModel, TokenTagger, position_labels, predict_tags, tag_loss
+from transferlab.tasks.classify import TaskModel
+from transferlab.tasks.tag import IGNORE_INDEX, TokenTagger, position_labels, predict_tags, tag_loss
 
 
 def test_position_labels_ignore_non_first_pieces():
@@ -8,7 +9,7 @@ def test_position_labels_ignore_non_first_pieces():
 
 def test_ignored_positions_add_nothing_to_the_loss(bag_encoder):
     torch.manual_seed(0)
-    model = TaggerModel(bag_encoder(), TokenTagger(16, 4, dropout=0.0))
+    model = TaskModel(bag_encoder(), TokenTagger(16, 4, dropout=0.0))
     ids = torch.randint(1, 30, (2, 6))
     labels = torch.full((2, 6), IGNORE_INDEX)
     labels[0, 1], labels[1, 4] = 2, 3
@@ -20,7 +21,7 @@ def test_ignored_positions_add_nothing_to_the_loss(bag_encoder):
 
 def test_overfits_and_maps_predictions_back_to_words(bag_encoder):
     torch.manual_seed(0)
-    model = TaggerModel(bag_encoder(), TokenTagger(16, 3, dropout=0.0))
+    model = TaskModel(bag_encoder(), TokenTagger(16, 3, dropout=0.0))
     ids = torch.arange(1, 21).view(4, 5)  # distinct tokens: a context-free encoder can fit them
     positions = [[0, 2, 3], [1, 2], [0], [0, 1, 2, 3, 4]]
     tags = [[i % 3 for i in range(len(p))] for p in positions]

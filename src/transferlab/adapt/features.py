@@ -108,7 +108,8 @@ def word_features(backbone, sentences: Sequence[Sequence[str]], subword: Subword
         framed.append((f.ids, word_spans(first, len(pieces), f.word_positions or [], limit)))
     order = sorted(range(len(sentences)), key=lambda i: -len(framed[i][0]))
     arrays: list[np.ndarray] = []
-    bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=None if progress else True, mininterval=1.0)
+    bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=None if progress else True,
+               mininterval=1.0)
     start = 0
     while start < len(order):
         width = max(len(framed[order[start]][0]), 1)
@@ -147,7 +148,8 @@ def spans_index(batch: list[int], framed: list, offsets: np.ndarray, subword: Su
             slots.extend([slot] * len(span))
             flat.extend(b * width + p for p in span)
             weights.extend([1.0 / len(span)] * len(span))
-    return (np.array(rows, dtype=np.int64), (torch.tensor(slots, dtype=torch.long), torch.tensor(flat, dtype=torch.long)),
+    return (np.array(rows, dtype=np.int64),
+            (torch.tensor(slots, dtype=torch.long), torch.tensor(flat, dtype=torch.long)),
             torch.tensor(weights))
 
 
@@ -230,7 +232,8 @@ class FrozenMixEncoder(nn.Module):
         self.takes_type_ids = getattr(encoder, "takes_type_ids", False)
         device = next(encoder.parameters()).device
         with torch.no_grad():
-            probe = encoder.eval()(torch.tensor([[1, 2]], device=device), torch.ones(1, 2, dtype=torch.bool, device=device))
+            probe = encoder.eval()(torch.tensor([[1, 2]], device=device),
+                                   torch.ones(1, 2, dtype=torch.bool, device=device))
         self.used = [j for j, layer in enumerate(probe.layers) if layer.size(-1) == self.dim]
         self.n_layers = len(probe.layers)
         self.mix = ScalarMix(len(self.used))

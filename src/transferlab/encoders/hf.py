@@ -34,7 +34,7 @@ from transferlab.encoders.base import EncoderOutput
 from transferlab.encoders.transformer import Transformer, TransformerConfig, bert_state_dict, gpt2_state_dict
 from transferlab.text.subword import SubwordTokenizer
 
-__all__ = ["HFEncoder", "Pretrained", "is_causal", "load_pretrained", "model_folder", "read_hf_weights"]
+__all__ = ["HFEncoder", "Pretrained", "hf_max_len", "is_causal", "load_pretrained", "model_folder", "read_hf_weights"]
 
 NATIVE = {"bert": bert_state_dict, "gpt2": gpt2_state_dict}
 
@@ -58,6 +58,11 @@ def is_causal(config: dict) -> bool:
     heads = config.get("architectures") or []
     return bool(config.get("is_decoder")) or config.get("model_type") == "gpt2" or \
         any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in heads)
+
+
+def hf_max_len(config: dict) -> int:
+    """The longest input a Hugging Face ``config.json`` allows (512 where it says nothing)."""
+    return int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
 
 
 class HFEncoder(nn.Module):

@@ -214,7 +214,8 @@ def bert_state_dict(hf: dict[str, torch.Tensor], n_layers: int) -> dict[str, tor
     for i in range(n_layers):
         p, q = f"encoder.layer.{i}.", f"blocks.{i}."
         for kind in ("weight", "bias"):
-            out[q + f"qkv.{kind}"] = torch.cat([sd[p + f"attention.self.{n}.{kind}"] for n in ("query", "key", "value")])
+            out[q + f"qkv.{kind}"] = torch.cat([sd[p + f"attention.self.{n}.{kind}"]
+                                                for n in ("query", "key", "value")])
             out[q + f"proj.{kind}"] = sd[p + f"attention.output.dense.{kind}"]
             out[q + f"norm1.{kind}"] = sd[p + f"attention.output.LayerNorm.{kind}"]
             out[q + f"fc1.{kind}"] = sd[p + f"intermediate.dense.{kind}"]

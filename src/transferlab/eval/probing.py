@@ -144,8 +144,9 @@ def sentence_tasks(lines: Sequence[str], names: Sequence[str], max_sentences: in
         random.Random(seed + 1).shuffle(order)
         cut = int(0.8 * len(order))
         parts = {"train": sorted(order[:cut]), "test": sorted(order[cut:])}
-        out.append(ProbeData(name, "sentence", f"sentence:{name}", {s: [chosen[i] for i in ix] for s, ix in parts.items()},
-                             {s: np.array([labels[i] for i in ix], dtype=np.int64) for s, ix in parts.items()}, classes))
+        sentences = {s: [chosen[i] for i in ix] for s, ix in parts.items()}
+        ys = {s: np.array([labels[i] for i in ix], dtype=np.int64) for s, ix in parts.items()}
+        out.append(ProbeData(name, "sentence", f"sentence:{name}", sentences, ys, classes))
     return out
 
 

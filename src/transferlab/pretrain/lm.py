@@ -15,6 +15,7 @@ activation regularization (TAR), and NT-ASGD. This is ULMFiT's first stage.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator
@@ -26,7 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transferlab import IGNORE_INDEX
-from transferlab.encoders.awd_lstm import detach_state
+from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.config import from_dict
+from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig, detach_state
 from transferlab.encoders.base import EncoderOutput
 from transferlab.text.tokenize import whitespace_tokenize
 from transferlab.train import evaluating
@@ -34,8 +37,9 @@ from transferlab.text.vocab import Vocab
 
 __all__ = [
     "LanguageModel",
+    "build_lm",
+    "load_lm",
     "LMStream",
-    "lm_stream",
     "encode_corpus",
     "TokenFile",
     "vocab_and_stream",
@@ -226,19 +230,6 @@ class LMStream:
             }
 
 
-def lm_stream(
-    token_ids: torch.Tensor,
-    batch_size: int,
-    bptt: int,
-    *,
-    seed: int = 0,
-    epoch: int = 0,
-    variable: bool = True,
-) -> LMStream:
-    """An iterable :class:`LMStream` (set ``.epoch`` to redraw the window lengths)."""
-    return LMStream(token_ids, batch_size, bptt, seed=seed, epoch=epoch, variable=variable)
-
-
 _CHUNK_ELEMENTS = 1 << 24  # logits computed 16M entries (64 MB in fp32) at a time
 
 
@@ -409,6 +400,23 @@ class LanguageModel(nn.Module):
         else:
             loss = linear_cross_entropy(hidden, self.decoder.weight, self.decoder.bias, labels)
         return loss, out
+
+
+def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
+    encoder = AWDLSTM(dataclasses.replace(cfg, vocab_size=vocab_size))
+    return LanguageModel(encoder, vocab_size, tie_weights=True)
+
+
+def load_lm(path: str | Path):
+    """A pretrained language model checkpoint folder -> (LanguageModel with its weights, Vocab)."""
+    ckpt = load_checkpoint(path)
+    if "vocab" not in ckpt.files:
+        raise ValueError(f"{path}: no vocab.json in this checkpoint; is it a language model?")
+    vocab = Vocab.from_dict(ckpt.files["vocab"])
+    enc_cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")
+    model = build_lm(enc_cfg, len(vocab))
+    load_weights(model, path)
+    return model, vocab
 
 
 def _batch_size(state) -> int | None:

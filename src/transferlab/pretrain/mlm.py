@@ -11,20 +11,35 @@
   puts an MLM head on any encoder that has none (MiniLM) for continued pretraining.
 - :func:`mlm_loss`: the objective ``loss(model, batch)``: MLM cross-entropy over the selected
   positions plus, when the batch has ``nsp_labels``, NSP cross-entropy: the two summed.
+
+The batching of ``transferlab pretrain mlm``: :func:`token_stream` (a corpus as one stream of
+pieces, also what ``pretrain clm`` reads), :func:`packed_windows` (RoBERTa's full-sentence
+packing into ``[CLS] ... [SEP]`` windows), :func:`nsp_examples` (BERT's sentence pairs) and
+:class:`MaskedBatches` (padded batches masked afresh each epoch, deterministically);
+:func:`masked_loss` is the validation loss.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import re
+from array import array
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from transferlab import IGNORE_INDEX
+from transferlab.data.batching import Batches
+from transferlab.devices import to_device
+from transferlab.encoders.backbone import subword_framing
+from transferlab.text.subword import SubwordTokenizer
+from transferlab.train import evaluating
 
-__all__ = ["mask_tokens", "nsp_pairs", "MaskedLM", "mlm_loss"]
+__all__ = ["mask_tokens", "nsp_pairs", "MaskedLM", "mlm_loss", "token_stream", "packed_windows", "nsp_examples",
+           "MaskedBatches", "masked_loss"]
 
 
 def mask_tokens(ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.15,
@@ -115,3 +130,80 @@ def mlm_loss(model: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
             raise ValueError("mlm_loss: the batch has nsp_labels but the model has no NSP head (nsp=False)")
         loss = loss + F.cross_entropy(nsp.float(), batch["nsp_labels"])
     return loss
+
+
+# --- batching -----------------------------------------------------------------------------------
+
+def token_stream(lines: Iterable[str], tok: SubwordTokenizer, sep: int, chunk: int = 256) -> torch.Tensor:
+    """Every line's pieces followed by ``sep``, encoded in batches, into one int64 tensor."""
+    buf, batch = array("q"), []
+
+    def flush():
+        for ids in tok.encode_batch(batch):
+            buf.extend(ids)
+            buf.append(sep)
+        batch.clear()
+
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            flush()
+    flush()
+    return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
+
+
+def packed_windows(stream: torch.Tensor, width: int, cls: int, sep: int) -> list[list[int]]:
+    """``[CLS] w [SEP]`` for consecutive windows ``w`` of ``width - 2`` tokens."""
+    n = width - 2
+    return [[cls, *stream[i:i + n].tolist(), sep] for i in range(0, len(stream) - n // 2, n)]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def nsp_examples(lines: Iterable[str], tok: SubwordTokenizer, max_len: int, seed: int) -> tuple[list, list, list]:
+    """BERT's pair inputs: ids, type ids and NSP labels (0 = the true next sentence)."""
+    docs = [[s for s in _SENTENCE_END.split(line) if s.strip()] for line in lines]
+    pairs = nsp_pairs(docs, seed=seed)
+    framing = subword_framing(tok, causal=False, max_len=max_len)
+    a = tok.encode_batch([p[0] for p in pairs])
+    b = tok.encode_batch([p[1] for p in pairs])
+    encoded = [framing.pair(x, y) for x, y in zip(a, b)]
+    return [e.ids for e in encoded], [e.type_ids for e in encoded], [p[2] for p in pairs]
+
+
+class MaskedBatches:
+    """Padded batches of sequences, masked afresh each epoch (dynamic masking), deterministic in
+    (seed, epoch, batch): a resumed run sees the same corruption."""
+
+    def __init__(self, seqs, batch_size: int, tok: SubwordTokenizer, p: float, *, seed: int, epoch: int,
+                 shuffle: bool = True, type_ids=None, nsp_labels=None):
+        extra = {"nsp_labels": nsp_labels} if nsp_labels is not None else None
+        seq_extra = {"type_ids": (type_ids, 0)} if type_ids is not None else None
+        self.batches = Batches(seqs, batch_size, pad_id=tok.pad_id, extra=extra, seq_extra=seq_extra,
+                               shuffle=shuffle, seed=seed, epoch=epoch, drop_last=shuffle and len(seqs) > batch_size)
+        self.tok, self.p, self.seed, self.epoch = tok, p, seed, epoch
+        self.special_ids = torch.tensor(sorted(set(tok.ids.values())))
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        g = torch.Generator()
+        for i, batch in enumerate(self.batches):
+            g.manual_seed(self.seed * 1_000_003 + self.epoch * 10_007 + i)
+            special = ~batch["mask"] | torch.isin(batch["ids"], self.special_ids)
+            batch["ids"], batch["labels"] = mask_tokens(batch["ids"], special, self.tok.ids["mask"],
+                                                        self.tok.vocab_size, self.p, generator=g)
+            yield batch
+
+
+@torch.no_grad()
+def masked_loss(model, batches) -> float:
+    device = next(model.parameters()).device
+    total, n = 0.0, 0
+    with evaluating(model):
+        for batch in batches:
+            total += float(mlm_loss(model, to_device(batch, device)))
+            n += 1
+    return total / max(n, 1)

@@ -6,7 +6,7 @@ sample efficiency they show (ULMFiT, Howard & Ruder 2018, figure 3).
 
 Each method (a table of finetune overrides in ``configs/curve_methods.toml``, or the user's
 ``--methods-file``) is trained at each size and seed on nested random subsets of the training
-set (seed s's 100 examples are inside its 200: :func:`~transferlab.recipes.task_data.nested_subset`)
+set (seed s's 100 examples are inside its 200: :func:`~transferlab.data.tasks.nested_subset`)
 and scored on the same test set. A cell is one ``finetune`` run in ``OUT/cells/METHOD-SIZE-SEED``;
 its row goes to ``OUT/curve.jsonl`` as soon as it ends, so an interrupted curve resumes where it
 stopped (a half-written row is detected and its cell run again; a cell interrupted mid-training
@@ -44,13 +44,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transferlab.config import (PRESET_DIR, ConfigError, load_config, merge, parse_override, read_toml, to_dict,
-                                write_json)
+from transferlab.config import (
+    PRESET_DIR,
+    ConfigError,
+    load_config,
+    merge,
+    parse_override,
+    read_toml,
+    to_dict,
+    write_json,
+)
+from transferlab.data.tasks import TaskDataConfig, load_task
+from transferlab.encoders.backbone import family
 from transferlab.eval import curves
+from transferlab.log import log
 from transferlab.recipes import finetune
-from transferlab.recipes.backbone import family
-from transferlab.recipes.common import log
-from transferlab.recipes.task_data import TaskDataConfig, load_task
+from transferlab.tasks.model import main_metric
 
 METHODS_FILE = PRESET_DIR / "curve_methods.toml"
 LM_PLACEHOLDER = "{lm}"
@@ -168,8 +177,10 @@ def _data_overrides(data: TaskDataConfig) -> list[str]:
 def _lm_stage_folder(cfg: CurveConfig, ft: finetune.FinetuneConfig) -> Path:
     """One target-task LM fine-tuning per distinct LM stage (pretrained LM, its settings, the
     task's text); the labeled subset does not enter it, so every size and seed shares it."""
-    data = {k: v for k, v in to_dict(ft.data).items() if k not in (*_PER_CELL, "batch_size", "max_len")}
-    lm = to_dict(ft.lm_finetune) | {"out": ""}
+    data = {k: v for k, v in to_dict(ft.data).items()
+            if k not in (*_PER_CELL, "batch_size", "eval_batch_size", "max_len")}
+    # eval_batch_size changes no weights (and folders named before it existed stay valid)
+    lm = {k: v for k, v in to_dict(ft.lm_finetune).items() if k != "eval_batch_size"} | {"out": ""}
     key = json.dumps([str(Path(ft.pretrained).resolve()), lm, to_dict(ft.text), data], sort_keys=True)
     return Path(cfg.out) / f"lm-finetuned-{hashlib.sha1(key.encode()).hexdigest()[:8]}"
 
@@ -297,7 +308,7 @@ def _clear_checkpoints(folder: Path) -> None:
 def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int, seed: int) -> dict:
     summary = finetune.run(ft)
     test = {k.removeprefix("test_"): v for k, v in summary.items() if k.startswith("test_")}
-    metric = finetune.main_metric(summary["kind"], test)
+    metric = main_metric(summary["kind"], test)
     return {"method": name, "size": size, "seed": seed, "metric": metric, "score": float(test[metric]),
             "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from transferlab.config import load_config, write_json
+from transferlab.log import log
 from transferlab.recipes import finetune, pretrain_lm
-from transferlab.recipes.common import log
 
 
 def _bar_chart(rows: list[tuple[str, float]], path: Path, title: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from transferlab.data.examples import TextExample
-from transferlab.recipes.finetune import load_task_model
+from transferlab.tasks.loading import load_task_model
 
 
 def evaluate(model_dir: str | Path, examples: list, where: str) -> dict:

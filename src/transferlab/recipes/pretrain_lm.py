@@ -7,7 +7,6 @@ BPTT, keep the checkpoint with the best validation perplexity, report test perpl
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from collections.abc import Iterable
@@ -20,10 +19,11 @@ from transferlab.checkpoint import has_checkpoint
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.lines import Stream
-from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
-from transferlab.pretrain.lm import (LanguageModel, LMLoss, LMStream, encode_corpus, perplexity,
+from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.log import log
+from transferlab.pretrain.lm import (LMLoss, LMStream, build_lm, encode_corpus, load_lm, perplexity,
                                     train_flops_per_token, vocab_and_stream)
-from transferlab.recipes.common import TextConfig, load_lm, log, tokenizer
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.train import TrainConfig, fit
 
 
@@ -112,11 +112,6 @@ def eval_stream(ids: torch.Tensor, d: LMDataConfig, split: str) -> LMStream:
         raise ConfigError(f"the {split} text of {d.corpus} has {len(ids)} tokens: pass --data.valid and "
                           f"--data.test files, or hold out more lines with --data.held_out")
     return LMStream(ids, min(d.eval_batch_size, len(ids) // 2), d.bptt, variable=False)
-
-
-def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
-    encoder = AWDLSTM(dataclasses.replace(cfg, vocab_size=vocab_size))
-    return LanguageModel(encoder, vocab_size, tie_weights=True)
 
 
 def run(cfg: PretrainLMConfig) -> dict:

@@ -2,10 +2,11 @@
 
 - ``mlm`` (Devlin et al. 2019): a WordPiece tokenizer trained on the corpus (or the tokenizer of
   ``--init``), the token stream packed into ``[CLS] ... [SEP]`` windows of ``max_len`` (RoBERTa's
-  full-sentence packing, Liu et al. 2019) and masked afresh in every batch (15%, 80/10/10,
-  :func:`~transferlab.pretrain.mlm.mask_tokens`). With ``mlm.nsp=true`` the inputs are instead
-  sentence pairs ``[CLS] a [SEP] b [SEP]`` from :func:`~transferlab.pretrain.mlm.nsp_pairs` (a corpus
-  line is a document, split into sentences at ., ! and ?), and the NSP loss is added.
+  full-sentence packing, Liu et al. 2019, :func:`~transferlab.pretrain.mlm.packed_windows`) and
+  masked afresh in every batch (15%, 80/10/10, :class:`~transferlab.pretrain.mlm.MaskedBatches`).
+  With ``mlm.nsp=true`` the inputs are instead sentence pairs ``[CLS] a [SEP] b [SEP]`` from
+  :func:`~transferlab.pretrain.mlm.nsp_pairs` (a corpus line is a document, split into sentences
+  at ., ! and ?), and the NSP loss is added.
 - ``clm`` (Radford et al. 2018): a byte-level BPE tokenizer, a causal Transformer, next-token loss
   over contiguous windows of the stream.
 - ``--init ENCODER`` continues pretraining a pretrained BERT-shaped model (``minilm-l6``) on new
@@ -19,28 +20,23 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
-from array import array
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 import torch
 
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
-from transferlab.data.batching import Batches
-from transferlab.devices import to_device
+from transferlab.encoders.backbone import SubwordConfig
 from transferlab.encoders.transformer import Transformer, TransformerConfig
+from transferlab.log import log
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
-from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
-from transferlab.recipes.backbone import SubwordConfig, subword_framing
-from transferlab.recipes.common import log
+from transferlab.pretrain.mlm import (MaskedBatches, MaskedLM, masked_loss, mlm_loss, nsp_examples, packed_windows,
+                                      token_stream)
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
-from transferlab.train import TrainConfig, evaluating, fit
+from transferlab.train import TrainConfig, fit
 
 
 @dataclass(frozen=True)
@@ -72,81 +68,6 @@ class PretrainTransformerConfig:
     def __post_init__(self):
         if self.init and self.objective != "mlm":
             raise ValueError("init= continues masked-LM pretraining: use it with `pretrain mlm`")
-
-
-def token_stream(lines: Iterable[str], tok: SubwordTokenizer, sep: int, chunk: int = 256) -> torch.Tensor:
-    """Every line's pieces followed by ``sep``, encoded in batches, into one int64 tensor."""
-    buf, batch = array("q"), []
-
-    def flush():
-        for ids in tok.encode_batch(batch):
-            buf.extend(ids)
-            buf.append(sep)
-        batch.clear()
-
-    for line in lines:
-        batch.append(line)
-        if len(batch) >= chunk:
-            flush()
-    flush()
-    return torch.from_numpy(np.frombuffer(buf, dtype=np.int64).copy())
-
-
-def packed_windows(stream: torch.Tensor, width: int, cls: int, sep: int) -> list[list[int]]:
-    """``[CLS] w [SEP]`` for consecutive windows ``w`` of ``width - 2`` tokens."""
-    n = width - 2
-    return [[cls, *stream[i:i + n].tolist(), sep] for i in range(0, len(stream) - n // 2, n)]
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def nsp_examples(lines: Iterable[str], tok: SubwordTokenizer, max_len: int, seed: int) -> tuple[list, list, list]:
-    """BERT's pair inputs: ids, type ids and NSP labels (0 = the true next sentence)."""
-    docs = [[s for s in _SENTENCE_END.split(line) if s.strip()] for line in lines]
-    pairs = nsp_pairs(docs, seed=seed)
-    framing = subword_framing(tok, causal=False, max_len=max_len)
-    a = tok.encode_batch([p[0] for p in pairs])
-    b = tok.encode_batch([p[1] for p in pairs])
-    encoded = [framing.pair(x, y) for x, y in zip(a, b)]
-    return [e.ids for e in encoded], [e.type_ids for e in encoded], [p[2] for p in pairs]
-
-
-class MaskedBatches:
-    """Padded batches of sequences, masked afresh each epoch (dynamic masking), deterministic in
-    (seed, epoch, batch): a resumed run sees the same corruption."""
-
-    def __init__(self, seqs, batch_size: int, tok: SubwordTokenizer, p: float, *, seed: int, epoch: int,
-                 shuffle: bool = True, type_ids=None, nsp_labels=None):
-        extra = {"nsp_labels": nsp_labels} if nsp_labels is not None else None
-        seq_extra = {"type_ids": (type_ids, 0)} if type_ids is not None else None
-        self.batches = Batches(seqs, batch_size, pad_id=tok.pad_id, extra=extra, seq_extra=seq_extra,
-                               shuffle=shuffle, seed=seed, epoch=epoch, drop_last=shuffle and len(seqs) > batch_size)
-        self.tok, self.p, self.seed, self.epoch = tok, p, seed, epoch
-        self.special_ids = torch.tensor(sorted(set(tok.ids.values())))
-
-    def __len__(self) -> int:
-        return len(self.batches)
-
-    def __iter__(self):
-        g = torch.Generator()
-        for i, batch in enumerate(self.batches):
-            g.manual_seed(self.seed * 1_000_003 + self.epoch * 10_007 + i)
-            special = ~batch["mask"] | torch.isin(batch["ids"], self.special_ids)
-            batch["ids"], batch["labels"] = mask_tokens(batch["ids"], special, self.tok.ids["mask"],
-                                                        self.tok.vocab_size, self.p, generator=g)
-            yield batch
-
-
-@torch.no_grad()
-def masked_loss(model, batches) -> float:
-    device = next(model.parameters()).device
-    total, n = 0.0, 0
-    with evaluating(model):
-        for batch in batches:
-            total += float(mlm_loss(model, to_device(batch, device)))
-            n += 1
-    return total / max(n, 1)
 
 
 def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokenizer, Transformer]:

@@ -23,7 +23,8 @@ from typing import Literal
 
 from transferlab.config import to_dict, write_json
 from transferlab.data.errors import CatalogError
-from transferlab.recipes.common import TextConfig, log, tokenizer
+from transferlab.log import log
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.vectors.corpus import TokenFile, tokenize_corpus
 from transferlab.vectors.doc2vec import Doc2VecConfig, train_doc2vec
 from transferlab.vectors.glove import GloVeConfig

@@ -4,7 +4,7 @@
     transferlab probe --encoder glove-6b-50d --tasks upos,ner
     transferlab probe --encoder runs/lm/best --tasks upos,length,bigram_shift --corpus my_text.txt
 
-The encoder is anything :func:`~transferlab.recipes.backbone.load_backbone` takes (static
+The encoder is anything :func:`~transferlab.tasks.loading.load_backbone` takes (static
 vectors are a 0-layer encoder: their one layer is the embedding). It runs once over each task's
 sentences; every layer's word vectors go to a memory-mapped cache that later runs on the same
 encoder and sentences reuse (:mod:`transferlab.adapt.features`). Then the probes of all layers
@@ -28,9 +28,12 @@ import torch
 from transferlab.adapt.features import cached_word_features, encoder_identity
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
+from transferlab.encoders import backbone as bb
+from transferlab.encoders.registry import buildable
 from transferlab.eval import probing
-from transferlab.recipes import backbone as bb
-from transferlab.recipes.common import TextConfig, log
+from transferlab.log import log
+from transferlab.tasks.loading import load_backbone
+from transferlab.text.tokenize import TextConfig
 
 
 @dataclass(frozen=True)
@@ -91,9 +94,9 @@ def run(cfg: ProbeRunConfig) -> dict:
     started = time.perf_counter()
     tasks = load_tasks(cfg)
     scratch_text = lambda: (" ".join(s) for t in tasks for s in t.sentences["train"])  # noqa: E731
-    b = bb.load_backbone(cfg.encoder, cfg.text, scratch_text, cfg.scratch, seed=cfg.probe.seed)
+    b = load_backbone(cfg.encoder, cfg.text, scratch_text, cfg.scratch, seed=cfg.probe.seed)
     identity = encoder_identity(cfg.encoder)
-    if b.family in ("awd_lstm", "transformer", "fasttext") and not b.pretrained:
+    if b.family in buildable() and not b.pretrained:
         identity += f"|random:{cfg.probe.seed}|{to_dict(cfg.scratch)}"
     cache = Path(cfg.cache) if cfg.cache else catalog.cache_dir() / "features"
     results: dict = {"encoder": cfg.encoder, "subword": cfg.subword, "probe": cfg.probe.probe, "tasks": {}}

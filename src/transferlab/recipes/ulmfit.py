@@ -20,21 +20,17 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from torch import nn
 
 from transferlab.adapt.finetune import param_groups, transfer_embeddings
 from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
-from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, encode_corpus, perplexity
-from transferlab.recipes.common import load_lm, log
-from transferlab.recipes.task_data import task_texts
+from transferlab.data.tasks import TaskDataConfig, task_texts
+from transferlab.log import log
+from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, encode_corpus, load_lm, perplexity
 from transferlab.text.vocab import Vocab
 from transferlab.train import TrainConfig, fit
-
-if TYPE_CHECKING:
-    from transferlab.recipes.finetune import FinetuneConfig
 
 
 @dataclass(frozen=True)
@@ -57,6 +53,7 @@ class LMFinetuneConfig:
     max_vocab: int = 60000
     batch_size: int = 32
     bptt: int = 70
+    eval_batch_size: int = 8  # rows of the validation stream (its perplexity)
     out: str = ""  # where the fine-tuned LM is kept (reused if complete); "" = <out>/lm
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=2e-3, epochs=1, schedule="slanted_triangular"))
 
@@ -80,14 +77,14 @@ def retarget_vocab(lm: LanguageModel, old: Vocab, new: Vocab) -> int:
     return n_new
 
 
-def _valid_text(cfg: FinetuneConfig) -> list[str] | None:
+def _valid_text(c: LMFinetuneConfig, data: TaskDataConfig) -> list[str] | None:
     """Held-out text for the LM stage: the task's validation texts (their labels unused)."""
-    if cfg.lm_finetune.text:
+    if c.text:
         return None
-    if cfg.data.valid:
-        return list(task_texts(cfg.data, "valid", cfg.data.valid))
-    if cfg.data.task and not cfg.data.train and "valid" in catalog.splits(cfg.data.task):
-        return list(task_texts(cfg.data, "valid"))
+    if data.valid:
+        return list(task_texts(data, "valid", data.valid))
+    if data.task and not data.train and "valid" in catalog.splits(data.task):
+        return list(task_texts(data, "valid"))
     return None
 
 
@@ -100,31 +97,30 @@ def lm_groups(lm: LanguageModel) -> list[nn.Module]:
     return [g for g in lm.encoder.layer_groups() if not any(id(p) in tied for p in g.parameters())]
 
 
-def finetune_lm(cfg: FinetuneConfig, lm: LanguageModel, old_vocab: Vocab, tok) -> tuple[LanguageModel, Vocab]:
-    """Stage 2: target-task LM fine-tuning, reused when its output folder is complete."""
-    c = cfg.lm_finetune
-    out = Path(c.out or Path(cfg.out) / "lm")
+def finetune_lm(lm: LanguageModel, old_vocab: Vocab, tok, c: LMFinetuneConfig, u: ULMFiTConfig,
+                data: TaskDataConfig, out: Path, config: dict) -> tuple[LanguageModel, Vocab]:
+    """Stage 2: target-task LM fine-tuning on ``data``'s text (or ``c.text``) into ``out``, reused
+    when that folder is complete; ``config`` (the whole run's) is written with its checkpoints."""
     if (out / "results.json").exists():
         log(f"reusing the fine-tuned language model in {out}")
         return load_lm(out / "best" if (out / "best").exists() else out / "last")
-    lines = catalog.corpus(c.text, "train") if c.text else task_texts(cfg.data, "train", cfg.data.train)
+    lines = catalog.corpus(c.text, "train") if c.text else task_texts(data, "train", data.train)
     vocab = Vocab.build((tok(line) for line in lines), min_freq=c.min_freq, max_size=c.max_vocab)
     n_new = retarget_vocab(lm, old_vocab, vocab)
     log(f"target vocabulary {len(vocab):,} words, {n_new:,} new to the pretrained LM (mean-initialized)")
     if not c.enabled:
         return lm, vocab
     stream = encode_corpus(lines, vocab, tok)
-    valid_text = _valid_text(cfg)
+    valid_text = _valid_text(c, data)
     evaluate = None
     if valid_text:
         valid = encode_corpus(valid_text, vocab, tok)
-        evaluate = lambda m: {"valid_ppl": perplexity(m, LMStream(valid, 8, c.bptt, variable=False))}  # noqa: E731
-    u = cfg.ulmfit
+        evaluate = lambda m: {"valid_ppl": perplexity(m, LMStream(valid, c.eval_batch_size, c.bptt, variable=False))}  # noqa: E731
     pgroups = param_groups(lm_groups(lm), c.train.lr, u.decay if u.discriminative else 1.0, head=lm.decoder)
     start = time.perf_counter()
     fit(lm, LMLoss(), lambda epoch: LMStream(stream, c.batch_size, c.bptt, seed=c.train.seed, epoch=epoch),
         schedule(c.train, u), groups=pgroups, evaluate=evaluate, metric="valid_ppl" if evaluate else None,
-        mode="min", out_dir=out, config=to_dict(cfg) | {"awd_lstm": to_dict(lm.encoder.cfg)},
+        mode="min", out_dir=out, config=config | {"awd_lstm": to_dict(lm.encoder.cfg)},
         files={"vocab": vocab.to_dict()})
     write_json({"wall_s": time.perf_counter() - start, "tokens": len(stream)}, out / "results.json")
     return load_lm(out / "best" if (out / "best").exists() else out / "last")

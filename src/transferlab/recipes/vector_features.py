@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from transferlab.data.examples import PairExample, TaggedSentence
+from transferlab.data.tasks import TaskDataConfig, load_task
 from transferlab.eval import metrics
-from transferlab.recipes.common import TextConfig, log, tokenizer
-from transferlab.recipes.task_data import TaskDataConfig, load_task
+from transferlab.log import log
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.vectors.features import Pooling, bag_of_vectors, pair_features
 
 GRID = (0.01, 0.1, 1.0, 10.0, 100.0)

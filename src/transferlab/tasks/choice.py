@@ -1,5 +1,5 @@
 """Multiple choice, as GPT does it (Radford et al. 2018, section 3.3 and figure 1): one sequence per
-option, ``start context delim option extract`` (:meth:`~transferlab.tasks.inputs.Framing.choices`),
+option, ``start context delim option extract`` (:meth:`~transferlab.text.framing.Framing.choices`),
 each scored by a linear layer on its extract representation, the scores soft-maxed across the
 options of a question.
 

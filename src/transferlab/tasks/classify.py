@@ -108,7 +108,8 @@ def encode(encoder: nn.Module, ids: torch.Tensor, mask: torch.Tensor, type_ids: 
 
 
 class TaskModel(nn.Module):
-    """An encoder and a head, composed: ``TaskModel(encoder, head)(batch) -> logits (B, C)``."""
+    """An encoder and a head, composed: ``TaskModel(encoder, head)(batch) -> logits (B, C)``, or
+    ``(B, T, C)`` with a per-position head (:class:`~transferlab.tasks.tag.TokenTagger`)."""
 
     def __init__(self, encoder: nn.Module, head: nn.Module):
         super().__init__()

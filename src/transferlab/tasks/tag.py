@@ -15,37 +15,31 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transferlab.encoders.base import EncoderOutput
+from transferlab import IGNORE_INDEX
 from transferlab.devices import to_device
-from transferlab.tasks.classify import encode
+from transferlab.encoders.base import EncoderOutput
 from transferlab.train import evaluating
 
-IGNORE_INDEX = -100
-
-__all__ = ["IGNORE_INDEX", "TokenTagger", "TaggerModel", "tag_loss", "position_labels", "predict_tags"]
+__all__ = ["IGNORE_INDEX", "TokenTagger", "tag_loss", "position_labels", "predict_tags"]
 
 
 class TokenTagger(nn.Module):
-    """(B, T, D) hidden states -> dropout -> linear -> (B, T, n_tags) logits."""
+    """(B, T, D) hidden states -> dropout -> linear -> (B, T, n_tags) logits: a per-position head
+    for :class:`~transferlab.tasks.classify.TaskModel` (``features``, then ``output``)."""
 
     def __init__(self, dim: int, n_tags: int, dropout: float = 0.1):
         super().__init__()
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(dim, n_tags)
 
+    def features(self, out: EncoderOutput, mask: torch.Tensor) -> torch.Tensor:
+        return self.drop(out.hidden.float())  # (B, T, D): every position keeps its own vector
+
+    def output(self, features: torch.Tensor) -> torch.Tensor:
+        return self.out(features)  # (B, T, n_tags)
+
     def forward(self, out: EncoderOutput, mask: torch.Tensor) -> torch.Tensor:
-        return self.out(self.drop(out.hidden.float()))
-
-
-class TaggerModel(nn.Module):
-    """``TaggerModel(encoder, head)(batch) -> logits (B, T, n_tags)``."""
-
-    def __init__(self, encoder: nn.Module, head: nn.Module):
-        super().__init__()
-        self.encoder, self.head = encoder, head
-
-    def forward(self, batch: dict) -> torch.Tensor:
-        return self.head(encode(self.encoder, batch["ids"], batch["mask"], batch.get("type_ids")), batch["mask"])
+        return self.output(self.features(out, mask))
 
 
 def tag_loss(model: nn.Module, batch: dict) -> torch.Tensor:

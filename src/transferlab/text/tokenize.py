@@ -23,8 +23,11 @@ line of both corpora.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["ABBREVIATIONS", "whitespace_tokenize", "word_tokenize"]
+__all__ = ["ABBREVIATIONS", "TextConfig", "tokenizer", "whitespace_tokenize", "word_tokenize"]
 
 #: Words that keep a following period (compared lowercased): titles, company suffixes, months,
 #: US state abbreviations and Latin abbreviations, as in Moses' nonbreaking-prefix list.
@@ -107,3 +110,17 @@ def word_tokenize(text: str, lower: bool = False) -> list[str]:
     if lower:
         tokens = [t.lower() for t in tokens]
     return tokens
+
+
+@dataclass(frozen=True)
+class TextConfig:
+    tokenizer: Literal["word", "whitespace"] = "word"
+    lower: bool = True
+
+
+def tokenizer(cfg: TextConfig) -> Callable[[str], list[str]]:
+    if cfg.tokenizer == "whitespace":
+        if cfg.lower:
+            return lambda text: whitespace_tokenize(text.lower())
+        return whitespace_tokenize
+    return lambda text: word_tokenize(text, lower=cfg.lower)

@@ -72,7 +72,8 @@ def tokenize_corpus(names: str, tokenize: Callable[[str], list[str]], split: str
     out = TokenFile(Path(tmp), source=names)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f, \
-                tqdm(desc=f"reading {names}", unit=" lines", disable=None if progress else True, mininterval=1.0) as bar:
+                tqdm(desc=f"reading {names}", unit=" lines", disable=None if progress else True,
+                     mininterval=1.0) as bar:
             for text in catalog.corpus(names, split):
                 tokens = tokenize(text)
                 bar.update()

@@ -304,7 +304,8 @@ def write_folder(folder: Path, files: dict[str, dict[str, np.ndarray] | str]) ->
 
 def read_vocab(path: Path) -> dict:
     if not path.is_file():
-        raise DataError(path, None, None, "missing: a saved WordVectors folder holds vocab.json and vectors.safetensors")
+        raise DataError(path, None, None,
+                        "missing: a saved WordVectors folder holds vocab.json and vectors.safetensors")
     try:
         vocab = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -324,7 +325,8 @@ def read_tensors(path: Path) -> dict[str, np.ndarray]:
     from safetensors import safe_open
 
     if not path.is_file():
-        raise DataError(path, None, None, "missing: a saved WordVectors folder holds vocab.json and vectors.safetensors")
+        raise DataError(path, None, None,
+                        "missing: a saved WordVectors folder holds vocab.json and vectors.safetensors")
     try:
         with safe_open(str(path), framework="np") as f:
             return {k: f.get_tensor(k) for k in f.keys()}

@@ -12,9 +12,11 @@
   :func:`transferlab.encoders.hf.load_pretrained`.
 
 A :class:`Backbone` carries the encoder, a text -> ids function, a words -> (pieces, first-piece
-positions) function, the :class:`~transferlab.tasks.inputs.Framing` of the family (BERT's
+positions) function, the :class:`~transferlab.text.framing.Framing` of the family (BERT's
 ``[CLS] a [SEP] b [SEP]``, GPT's start/delimiter/extract, the LSTM's words), and the files a
-checkpoint needs to rebuild all of it without the original source.
+checkpoint needs to rebuild all of it without the original source. What differs between
+families is in their :data:`~transferlab.encoders.registry.ENCODERS` entry; a finetune
+checkpoint's encoder is loaded by :func:`transferlab.tasks.loading.load_backbone`.
 """
 
 from __future__ import annotations
@@ -29,17 +31,19 @@ from typing import Literal
 import torch
 from torch import nn
 
-from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
+from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
-from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
-from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
-from transferlab.encoders.transformer import Transformer, TransformerConfig
-from transferlab.recipes.common import TextConfig, log, tokenizer
-from transferlab.tasks.inputs import Framing
+from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.encoders.fasttext import FastTextConfig
+from transferlab.encoders.hf import hf_max_len, load_pretrained
+from transferlab.encoders.registry import ENCODERS, buildable
+from transferlab.encoders.static import StaticEncoder, lookup
+from transferlab.encoders.transformer import TransformerConfig
+from transferlab.log import log
+from transferlab.text.framing import Framing
 from transferlab.text.subword import SubwordTokenizer, train_tokenizer
+from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.text.vocab import Vocab
-
-FAMILIES = ("awd_lstm", "transformer", "fasttext")  # anything else names a pretrained Hugging Face model
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class Backbone:
 
 def family(encoder: str) -> str:
     """awd_lstm | transformer | fasttext | static (word vectors) | hf (any other name)."""
-    if encoder in FAMILIES:
+    if encoder in buildable():
         return encoder
     return "static" if is_vectors(encoder) else "hf"
 
@@ -86,13 +90,14 @@ def word_backbone(encoder: nn.Module, vocab: Vocab, text: TextConfig, max_len: i
         return vocab.encode([norm(w) for w in ws]), list(range(len(ws)))
 
     files = {"vocab": vocab.to_dict(), "encoder": {"name": fam, "config": to_dict(encoder.cfg)}}
+    causal = ENCODERS[fam].causal(files["encoder"], encoder)
     return Backbone(encoder, fam, Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
-                    texts, words, files, causal=fam == "awd_lstm", pretrained=pretrained)
+                    texts, words, files, causal=causal, pretrained=pretrained)
 
 
 # --- subword level (our Transformer, Hugging Face models) --------------------------------------
 
-def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int) -> Framing:
+def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int | None) -> Framing:
     ids = tok.ids
     if causal:
         start = ids.get("bos", ids.get("cls", ids.get("eos")))
@@ -105,14 +110,17 @@ def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int) -> Framin
 
 
 def subword_backbone(encoder: nn.Module, tok: SubwordTokenizer, fam: str, files: dict, causal: bool,
-                     max_len: int, pretrained: bool, pooler=None) -> Backbone:
+                     max_len: int | None, pretrained: bool, pooler=None) -> Backbone:
     files = {"tokenizer": tok.to_dict(), **files}
     return Backbone(encoder, fam, subword_framing(tok, causal, max_len), tok.pad_id, tok.encode_batch,
                     tok.encode_words, files, causal=causal, pretrained=pretrained, pooler=pooler)
 
 
-def limit(data_max_len: int, model_max_len: int) -> int:
-    return min(data_max_len, model_max_len) if data_max_len else model_max_len
+def limit(data_max_len: int | None, model_max_len: int | None) -> int | None:
+    """The tokens kept per sequence: the data's limit within the model's (None: no limit)."""
+    if data_max_len is None:
+        return model_max_len
+    return min(data_max_len, model_max_len) if model_max_len else data_max_len
 
 
 def load_encoder_weights(encoder: nn.Module, path: str | Path) -> None:
@@ -126,7 +134,7 @@ def load_encoder_weights(encoder: nn.Module, path: str | Path) -> None:
 
 
 def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained: str, train_text: Iterable[str],
-                         lower: bool, data_max_len: int, reinit: bool = False) -> Backbone:
+                         lower: bool, data_max_len: int | None, reinit: bool = False) -> Backbone:
     if reinit and not pretrained:
         raise ValueError("reinit=true needs --pretrained: it keeps that checkpoint's tokenizer and shape")
     if pretrained:
@@ -136,7 +144,7 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
                              f"(no tokenizer.json or transformer config)")
         tok = SubwordTokenizer.from_dict(ckpt.files["tokenizer"], f"{pretrained}/tokenizer.json")
         cfg = from_dict(TransformerConfig, ckpt.config["transformer"], "transformer.")
-        encoder = Transformer(cfg)
+        encoder = ENCODERS["transformer"].module(cfg)
         if reinit:
             log(f"{pretrained}: its tokenizer and shape, random weights (reinit=true)")
         else:
@@ -144,20 +152,14 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
     else:
         tok = train_tokenizer(train_text, sub.kind, sub.vocab_size, sub.min_freq, lower=lower)
         log(f"trained a {sub.kind} tokenizer of {tok.vocab_size:,} pieces on the task's text")
-        cfg = dataclasses.replace(cfg, vocab_size=tok.vocab_size, pad_id=tok.pad_id)
-        encoder = Transformer(cfg)
+        encoder = ENCODERS["transformer"].new(cfg, tok.vocab_size, tok.pad_id)
+        cfg = encoder.cfg
     files = {"encoder": {"name": "transformer", "config": to_dict(cfg)}}
     return subword_backbone(encoder, tok, "transformer", files, cfg.causal, limit(data_max_len, cfg.max_len),
                             pretrained=bool(pretrained) and not reinit)
 
 
-def hf_max_len(config: dict) -> int:
-    return int(config.get("max_position_embeddings") or config.get("n_positions") or 512)
-
-
-def hf_backbone(name: str, data_max_len: int) -> Backbone:
-    from transferlab.encoders.hf import load_pretrained
-
+def hf_backbone(name: str, data_max_len: int | None) -> Backbone:
     p = load_pretrained(name)
     if p.native:
         cfg = p.encoder.cfg
@@ -172,46 +174,21 @@ def hf_backbone(name: str, data_max_len: int) -> Backbone:
                             pretrained=True, pooler=p.pooler)
 
 
-def rebuild_encoder(files: dict) -> nn.Module:
-    """An encoder of the shape a task checkpoint describes (weights loaded by the caller)."""
+def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int | None) -> Backbone:
+    """The backbone of a saved task model: its encoder's shape (weights loaded by the caller) and
+    its tokenization."""
+    data_max_len = data_max_len or None  # checkpoints written before max_len was int | None say 0
     spec = files["encoder"]
-    if spec["name"] == "awd_lstm":
-        return AWDLSTM(from_dict(AWDLSTMConfig, spec["config"], "awd_lstm."))
-    if spec["name"] == "fasttext":
-        return FastTextEncoder(from_dict(FastTextConfig, spec["config"], "fasttext."))
-    if spec["name"] == "transformer":
-        return Transformer(from_dict(TransformerConfig, spec["config"], "transformer."))
-    if spec["name"] == "static":
-        from transferlab.encoders.static import StaticEncoder
-
-        c = spec["config"]
-        return StaticEncoder(torch.zeros(len(files["vocab"]["itos"]), c["dim"]), trainable=c["trainable"])
-    from transformers import AutoConfig, AutoModel
-
-    from transferlab.encoders.hf import HFEncoder
-
-    config = dict(spec["hf_config"])
-    return HFEncoder(AutoModel.from_config(AutoConfig.for_model(config.pop("model_type"), **config)))
-
-
-def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int) -> Backbone:
-    """The backbone of a saved task model: its encoder's shape and its tokenization."""
-    encoder = rebuild_encoder(files)
-    spec = files["encoder"]
-    if spec["name"] == "static":
+    fam = ENCODERS[spec["name"]]
+    encoder = fam.rebuild(spec, files)
+    if fam.tokens == "vectors":
         return static_backbone(None, text, encoder=encoder, vocab=Vocab.from_dict(files["vocab"]))
-    if spec["name"] in ("awd_lstm", "fasttext"):
-        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len or None, True,
+    if fam.tokens == "words":
+        return word_backbone(encoder, Vocab.from_dict(files["vocab"]), text, data_max_len, True,
                              fam=spec["name"])
     tok = SubwordTokenizer.from_dict(files["tokenizer"])
-    if spec["name"] == "hf":
-        from transferlab.encoders.hf import is_causal
-
-        causal, model_max = is_causal(spec["hf_config"]), hf_max_len(spec["hf_config"])
-    else:
-        causal, model_max = encoder.cfg.causal, encoder.cfg.max_len
-    return subword_backbone(encoder, tok, spec["name"], {"encoder": spec}, causal,
-                            limit(data_max_len, model_max), pretrained=True)
+    return subword_backbone(encoder, tok, spec["name"], {"encoder": spec}, fam.causal(spec, encoder),
+                            limit(data_max_len, fam.max_len(spec, encoder)), pretrained=True)
 
 
 # --- static vectors (a 0-layer encoder) -------------------------------------------------------
@@ -220,8 +197,6 @@ def static_backbone(wv, text: TextConfig, trainable: bool = False, encoder=None,
                     ) -> Backbone:
     """Word vectors behind the Encoder contract: words looked up as written, then lower-cased
     (``encoder`` and ``vocab`` instead of ``wv`` when rebuilding a saved task model)."""
-    from transferlab.encoders.static import StaticEncoder, lookup
-
     if encoder is None:
         encoder, vocab = StaticEncoder.from_vectors(wv, trainable)
     trainable = encoder.embedding.weight.requires_grad
@@ -255,7 +230,7 @@ def is_vectors(spec: str) -> bool:
         return False
 
 
-# --- any encoder by name, for analysis (probing) and feature extraction ------------------------
+# --- pretrained or random encoders, for analysis (probing) and feature extraction ---------------
 
 @dataclass(frozen=True)
 class ScratchConfig:
@@ -268,33 +243,6 @@ class ScratchConfig:
     fasttext: FastTextConfig = dataclasses.field(default_factory=FastTextConfig)
 
 
-def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,
-                  scratch: ScratchConfig = ScratchConfig(), max_len: int = 0, seed: int = 0) -> Backbone:
-    """The backbone ``spec`` names, whatever produced it:
-
-    - static vectors (``glove-6b-50d``, a ``pretrain word2vec|fasttext|glove`` output, a file);
-    - a checkpoint folder: ``pretrain lm`` (AWD-LSTM), ``pretrain mlm|clm`` (our Transformer), or
-      ``finetune`` (its adapted encoder);
-    - a family name (``awd_lstm``, ``transformer``, ``fasttext``): that encoder at random
-      initialization, its vocabulary or tokenizer built from ``scratch_text()`` (the control of
-      a probing or transfer experiment);
-    - anything else: a Hugging Face model (``minilm-l6``, a folder, a hub id).
-    """
-    if is_vectors(spec):
-        from transferlab.vectors.keyed import load_vectors
-
-        return static_backbone(load_vectors(spec), text)
-    path = Path(spec).expanduser()
-    if path.is_dir() and has_checkpoint(path) and not is_hf_folder(path):
-        return checkpoint_backbone(path, text, max_len)
-    if spec in FAMILIES:
-        if scratch_text is None:
-            raise ValueError(f"--encoder {spec} at random initialization needs text to build its vocabulary from")
-        torch.manual_seed(seed)
-        return scratch_backbone(spec, text, scratch_text, scratch, max_len)
-    return hf_backbone(spec, max_len)
-
-
 def is_hf_folder(path: Path) -> bool:
     """A saved Hugging Face model (its config.json names a ``model_type``), not our checkpoint."""
     try:
@@ -303,31 +251,27 @@ def is_hf_folder(path: Path) -> bool:
         return False
 
 
-def checkpoint_backbone(path: Path, text: TextConfig, max_len: int) -> Backbone:
+def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
+    """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
+    tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
     ckpt = load_checkpoint(path)
-    if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
-        from transferlab.recipes.finetune import load_task_model
-
-        return load_task_model(path).backbone
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
-        from transferlab.recipes.common import load_lm
-
-        lm, vocab = load_lm(path)
-        return word_backbone(lm.encoder, vocab, text, max_len or None, pretrained=True)
+        vocab = Vocab.from_dict(ckpt.files["vocab"])
+        cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")
+        encoder = ENCODERS["awd_lstm"].new(cfg, len(vocab), vocab.pad_id)
+        load_encoder_weights(encoder, path)
+        return word_backbone(encoder, vocab, text, max_len, pretrained=True)
     raise ValueError(f"{path}: not a checkpoint transferlab can take an encoder from (pretrain lm, pretrain "
                      f"mlm|clm, finetune) nor a Hugging Face model folder")
 
 
 def scratch_backbone(fam: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]], scratch: ScratchConfig,
-                     max_len: int) -> Backbone:
-    if fam == "transformer":
+                     max_len: int | None) -> Backbone:
+    if ENCODERS[fam].tokens == "pieces":  # a tokenizer trained on the text, then the encoder
         return transformer_backbone(scratch.transformer, scratch.subword, "", scratch_text(), text.lower, max_len)
     tok = tokenizer(text)
     vocab = Vocab.build(tok(t) for t in scratch_text())
-    if fam == "fasttext":
-        encoder = FastTextEncoder(dataclasses.replace(scratch.fasttext, vocab_size=len(vocab), pad_id=vocab.pad_id))
-    else:
-        encoder = AWDLSTM(dataclasses.replace(scratch.awd_lstm, vocab_size=len(vocab)))
-    return word_backbone(encoder, vocab, text, max_len or None, pretrained=False, fam=fam)
+    encoder = ENCODERS[fam].new(getattr(scratch, fam), len(vocab), vocab.pad_id)
+    return word_backbone(encoder, vocab, text, max_len, pretrained=False, fam=fam)

@@ -38,7 +38,10 @@ class TaskDataConfig:
     valid_fraction: float = 0.1  # held out of train when the task has no validation split
     valid_size: int = 0  # score at most this many validation examples (a fixed random subset); 0 = all
     batch_size: int = 32
-    max_len: int = 0  # tokens kept per text; 0 = all
+    eval_batch_size: int = 64  # sequences per batch when scoring and predicting
+    # tokens kept per text (the model's own limit still applies); None = all. A TOML file or an
+    # override, which cannot write None, says 0 for it
+    max_len: int | None = None
 
     def __post_init__(self):
         if self.train_size < 0 or self.valid_size < 0:
@@ -46,10 +49,15 @@ class TaskDataConfig:
                              f"{self.valid_size}")
         if not 0.0 < self.valid_fraction < 1.0:
             raise ValueError(f"data.valid_fraction must be in (0, 1), got {self.valid_fraction}")
-        if self.batch_size < 1:
-            raise ValueError(f"data.batch_size must be >= 1, got {self.batch_size}")
+        if self.batch_size < 1 or self.eval_batch_size < 1:
+            raise ValueError(f"data.batch_size and data.eval_batch_size must be >= 1, got {self.batch_size}, "
+                             f"{self.eval_batch_size}")
         if not self.task and not self.train:
             raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
+        if self.max_len is not None and self.max_len < 0:
+            raise ValueError(f"data.max_len must be >= 0 (0 = no limit), got {self.max_len}")
+        if self.max_len == 0:
+            object.__setattr__(self, "max_len", None)  # one spelling inside: None is no limit
 
 
 def _header(cfg: TaskDataConfig) -> bool | None:
@@ -132,3 +140,13 @@ def label_ids(labels: list[str], examples: list[Example], where: str) -> list[in
                              f"(known labels: {', '.join(labels)})")
         out.append(index[ex.label])
     return out
+
+
+def all_texts(examples: list[Example]) -> list[str]:
+    """Every text of the examples (both of a pair; a tagged sentence's words joined by spaces),
+    for building a vocabulary or training a tokenizer on a task."""
+    if isinstance(examples[0], PairExample):
+        return [t for ex in examples for t in (ex.text_a, ex.text_b)]
+    if isinstance(examples[0], TaggedSentence):
+        return [" ".join(ex.tokens) for ex in examples]
+    return [ex.text for ex in examples]

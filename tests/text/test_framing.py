@@ -1,4 +1,4 @@
-from transferlab.tasks.inputs import Framing, truncate_pair
+from transferlab.text.framing import Framing, truncate_pair
 
 CLS, SEP, BOS, DELIM, EXT = 101, 102, 1, 2, 3
 

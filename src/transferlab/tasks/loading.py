@@ -1,0 +1,113 @@
+"""Loading what training left: a ``finetune`` checkpoint as a predictor, and any encoder by name.
+
+:func:`load_task_model` rebuilds a task model from its checkpoint folder alone (the encoder's
+shape and tokenization from its files, the head from its config) for ``transferlab evaluate``
+and ``predict``. :func:`load_backbone` takes every kind of encoder a user can name, for probing
+and feature extraction: static vectors, a pretraining or ``finetune`` checkpoint, an encoder
+family at random initialization, or a Hugging Face model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
+from transferlab.config import from_dict
+from transferlab.data.batching import Batches
+from transferlab.encoders import backbone as bb
+from transferlab.encoders.registry import buildable
+from transferlab.tasks.classify import ClassifierHeadConfig, predict_outputs
+from transferlab.tasks.model import Encoded, Kind, TaskConfig, build_model, encode_examples, evaluate
+from transferlab.text.tokenize import TextConfig
+
+
+@dataclass
+class TaskPredictor:
+    """A trained task model with everything needed to run it on new examples."""
+
+    model: nn.Module
+    backbone: bb.Backbone
+    labels: list[str]
+    kind: Kind
+    both_orders: bool
+    pairs: bool  # trained on text pairs
+    config: dict  # the resolved config it was trained with
+    batch_size: int = 64  # sequences per batch when scoring and predicting (data.eval_batch_size)
+
+    def encode(self, examples: list, where: str) -> Encoded:
+        return encode_examples(self.backbone, examples, self.kind, self.labels, self.both_orders, where)
+
+    @torch.no_grad()
+    def outputs(self, examples: list) -> torch.Tensor:
+        """Raw outputs (N, C): logits, or the regression value in column 0."""
+        enc = self._unlabeled(examples)
+        return predict_outputs(self.model, Batches(enc.seqs, self.batch_size, pad_id=self.backbone.pad_id,
+                                                   shuffle=False, seq_extra=enc.seq_extra))
+
+    def _unlabeled(self, examples: list) -> Encoded:
+        """Examples without labels, encoded (a placeholder label that nothing reads)."""
+        filled = [dataclasses.replace(ex, label=self.labels[0] if self.labels else "0") for ex in examples]
+        return encode_examples(self.backbone, filled, self.kind, self.labels, self.both_orders, "input")
+
+    def evaluate(self, examples: list, where: str) -> dict:
+        enc = self.encode(examples, where)
+        gold = [list(ex.tags) for ex in examples] if self.kind == "tag" else None
+        return evaluate(self.model, enc, self.kind, self.labels, self.backbone.pad_id, gold, self.batch_size)
+
+
+def load_task_model(path: str | Path) -> TaskPredictor:
+    """A ``finetune`` checkpoint folder -> its model (weights loaded, eval mode) and tokenization."""
+    ckpt = load_checkpoint(path)
+    missing = [n for n in ("labels", "encoder", "task") if n not in ckpt.files]
+    if missing:
+        raise ValueError(f"{path}: not a finetune checkpoint (no {', '.join(m + '.json' for m in missing)})")
+    c = ckpt.config
+    text = from_dict(TextConfig, c.get("text", {}), "text.")
+    b = bb.rebuild_backbone(ckpt.files, text, c.get("data", {}).get("max_len"))
+    labels = list(ckpt.files["labels"])
+    task = ckpt.files["task"]
+    task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
+    head = from_dict(ClassifierHeadConfig, c.get("head", {}), "head.")
+    model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, c.get("adapt", "finetune"),
+                        c.get("features_cache_gb", 4.0))
+    load_weights(model, path)
+    model.eval()
+    return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c,
+                         int(c.get("data", {}).get("eval_batch_size", 64)))
+
+
+def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,
+                  scratch: bb.ScratchConfig = bb.ScratchConfig(), max_len: int | None = None,
+                  seed: int = 0) -> bb.Backbone:
+    """The backbone ``spec`` names, whatever produced it:
+
+    - static vectors (``glove-6b-50d``, a ``pretrain word2vec|fasttext|glove`` output, a file);
+    - a checkpoint folder: ``pretrain lm`` (AWD-LSTM), ``pretrain mlm|clm`` (our Transformer), or
+      ``finetune`` (its adapted encoder);
+    - a family name (``awd_lstm``, ``transformer``, ``fasttext``): that encoder at random
+      initialization, its vocabulary or tokenizer built from ``scratch_text()`` (the control of
+      a probing or transfer experiment);
+    - anything else: a Hugging Face model (``minilm-l6``, a folder, a hub id).
+    """
+    if bb.is_vectors(spec):
+        from transferlab.vectors.keyed import load_vectors
+
+        return bb.static_backbone(load_vectors(spec), text)
+    path = Path(spec).expanduser()
+    if path.is_dir() and has_checkpoint(path) and not bb.is_hf_folder(path):
+        ckpt = load_checkpoint(path)
+        if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
+            return load_task_model(path).backbone
+        return bb.pretrained_backbone(path, text, max_len)
+    if spec in buildable():
+        if scratch_text is None:
+            raise ValueError(f"--encoder {spec} at random initialization needs text to build its vocabulary from")
+        torch.manual_seed(seed)
+        return bb.scratch_backbone(spec, text, scratch_text, scratch, max_len)
+    return bb.hf_backbone(spec, max_len)

@@ -1,0 +1,24 @@
+"""Task data: a labeled task from a catalog name or the user's files, split and subset."""
+
+import pytest
+
+from transferlab.config import ConfigError, from_dict, to_dict
+from transferlab.data.tasks import TaskDataConfig, load_task
+
+
+def test_valid_size_scores_a_fixed_subset_of_validation(shared_data):
+    full = load_task(TaskDataConfig(task="sst2", train_size=10))
+    cut = load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))
+    assert len(cut["valid"]) == 100 and len(full["valid"]) > 100 and cut["test"] == full["test"]
+    assert set(map(str, cut["valid"])) <= set(map(str, full["valid"]))
+    assert cut["valid"] == load_task(TaskDataConfig(task="sst2", train_size=10, valid_size=100))["valid"]
+
+
+def test_max_len_has_one_spelling_of_no_limit():
+    assert TaskDataConfig().max_len is None and TaskDataConfig(max_len=0).max_len is None  # 0: TOML's "none"
+    assert TaskDataConfig(max_len=60).max_len == 60
+    assert from_dict(TaskDataConfig, to_dict(TaskDataConfig())).max_len is None  # JSON null round trip
+    with pytest.raises(ValueError, match="data.max_len"):
+        TaskDataConfig(max_len=-1)
+    with pytest.raises(ConfigError, match="max_len"):
+        from_dict(TaskDataConfig, {"max_len": "long"}, "data.")
