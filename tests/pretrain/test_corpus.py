@@ -1,0 +1,44 @@
+"""The pretraining corpus: a user corpus holds out lines for valid and test, given held-out files
+are used as they are, a catalog corpus keeps its own splits."""
+
+from __future__ import annotations
+
+import pytest
+
+from transferlab.pretrain.corpus import LMDataConfig, lm_texts
+
+WORDS = "the a movie film plot was it good bad great dull fun and of to in".split()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
+    path.write_text("\n".join(f"line {i} " + " ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(8))
+                              for i in range(600)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_user_corpus_holds_out_lines_for_valid_and_test(corpus):
+    d = LMDataConfig(corpus=str(corpus), held_out=0.1)
+    texts = {split: list(lines) for split, lines in lm_texts(d).items()}
+    train, valid, test = (set(texts[s]) for s in ("train", "valid", "test"))
+    assert not (train & valid) and not (train & test) and not (valid & test)
+    assert sum(map(len, texts.values())) == 600
+    assert 15 < len(valid) < 50 and 15 < len(test) < 50  # 5% each
+    assert texts == {s: list(v) for s, v in lm_texts(d).items()}  # the same lines every time
+
+
+def test_valid_and_test_files_are_used_as_given(corpus, tmp_path):
+    (tmp_path / "v.txt").write_text("the movie was good\n")
+    (tmp_path / "t.txt").write_text("a dull plot\n")
+    d = LMDataConfig(corpus=str(corpus), valid=str(tmp_path / "v.txt"), test=str(tmp_path / "t.txt"))
+    texts = {split: list(lines) for split, lines in lm_texts(d).items()}
+    assert texts["valid"] == ["the movie was good"] and texts["test"] == ["a dull plot"]
+    assert len(texts["train"]) == 600
+    with pytest.raises(ValueError, match="data.valid and data.test go together"):
+        lm_texts(LMDataConfig(corpus=str(corpus), valid=str(tmp_path / "v.txt")))
+
+
+def test_a_catalog_corpus_keeps_its_own_splits(shared_data):
+    texts = lm_texts(LMDataConfig(corpus="ptb"))
+    assert next(iter(texts["valid"])) != next(iter(texts["train"]))
