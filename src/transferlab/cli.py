@@ -17,6 +17,7 @@ EXAMPLES = {
     "data": "transferlab data list\n  transferlab data build general-en",
     "pretrain": "transferlab pretrain lm --corpus ptb --encoder awd_lstm --preset small\n"
                 "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
+                "  transferlab pretrain bilm --corpus general-en --preset small --out runs/elmo\n"
                 "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
                 "  transferlab pretrain clm --corpus shakespeare --preset tiny\n"
                 "  transferlab pretrain mlm --init minilm-l6 --corpus my_reviews.txt --train.steps=500\n"
@@ -125,6 +126,15 @@ def cmd_pretrain(args, overrides) -> None:
     if args.budget and args.objective not in ("lm", "mlm"):
         raise ConfigError(f"--budget presets exist for `pretrain lm` and `pretrain mlm`, not {args.objective}")
     args.preset = args.budget or args.preset
+    if args.objective == "bilm":
+        from transferlab.recipes import pretrain_bilm
+
+        if args.encoder not in (None, "elmo") or args.init:
+            raise ConfigError("`pretrain bilm` trains ELMo (--encoder elmo) from scratch; --init does not apply")
+        cfg = _load(pretrain_bilm.PretrainBiLMConfig, args, overrides, "bilm",
+                    {"data.corpus": args.corpus, "resume": args.resume or None})
+        print(json.dumps(pretrain_bilm.run(cfg), indent=2))
+        return
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
 
@@ -295,8 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data)
 
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
-    p.add_argument("objective", choices=["lm", "mlm", "clm", *VECTOR_METHODS],
-                   help="lm: next-word language model (AWD-LSTM); mlm: masked LM (BERT-style Transformer); "
+    p.add_argument("objective", choices=["lm", "bilm", "mlm", "clm", *VECTOR_METHODS],
+                   help="lm: next-word language model (AWD-LSTM); bilm: ELMo's bidirectional LM over characters; "
+                        "mlm: masked LM (BERT-style Transformer); "
                         "clm: causal LM (GPT-style Transformer); word2vec, fasttext, doc2vec, glove: static "
                         "vectors (a WordVectors folder OUT/vectors)")
     p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
@@ -304,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
     p.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 CPU "
                    "cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
-    p.add_argument("--resume", action="store_true", help="lm: continue the run in --out from its last checkpoint "
+    p.add_argument("--resume", action="store_true", help="lm, bilm: continue the run in --out from its last checkpoint "
                    "(bit-identical to an uninterrupted run); without it a folder holding a run is refused")
     _recipe_args(p)
     p.set_defaults(func=cmd_pretrain)

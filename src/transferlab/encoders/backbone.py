@@ -34,6 +34,7 @@ from torch import nn
 from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig
 from transferlab.encoders.hf import hf_max_len, load_pretrained
 from transferlab.encoders.registry import ENCODERS, buildable
@@ -70,8 +71,8 @@ class Backbone:
 
 
 def family(encoder: str) -> str:
-    """awd_lstm | transformer | fasttext | static (word vectors) | hf (any other name)."""
-    if encoder in buildable():
+    """awd_lstm | transformer | fasttext | elmo | static (word vectors) | hf (any other name)."""
+    if encoder in buildable() or encoder == "elmo":
         return encoder
     return "static" if is_vectors(encoder) else "hf"
 
@@ -83,16 +84,31 @@ def word_backbone(encoder: nn.Module, vocab: Vocab, text: TextConfig, max_len: i
     tok = tokenizer(text)
     norm = str.lower if text.lower else (lambda w: w)
 
+    encode = _open_vocabulary(encoder, vocab) if hasattr(encoder, "add_words") else vocab.encode
+
     def texts(batch: list[str]) -> list[list[int]]:
-        return [vocab.encode(tok(t)) or [vocab.unk_id] for t in batch]
+        return [encode(tok(t)) or [vocab.unk_id] for t in batch]
 
     def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
-        return vocab.encode([norm(w) for w in ws]), list(range(len(ws)))
+        return encode([norm(w) for w in ws]), list(range(len(ws)))
 
     files = {"vocab": vocab.to_dict(), "encoder": {"name": fam, "config": to_dict(encoder.cfg)}}
     causal = ENCODERS[fam].causal(files["encoder"], encoder)
     return Backbone(encoder, fam, Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
                     texts, words, files, causal=causal, pretrained=pretrained)
+
+
+def _open_vocabulary(encoder: nn.Module, vocab: Vocab) -> Callable[[Sequence[str]], list[int]]:
+    """Encoding for an encoder that reads characters (ELMo): a word outside the vocabulary is
+    added to the encoder's character table instead of becoming ``<unk>``."""
+    extra: dict[str, int] = {}
+
+    def encode(tokens: Sequence[str]) -> list[int]:
+        new = [t for t in dict.fromkeys(tokens) if t not in vocab.stoi and t not in extra]
+        extra.update(zip(new, encoder.add_words(new)))
+        return [vocab.stoi.get(t, extra.get(t, vocab.unk_id)) for t in tokens]
+
+    return encode
 
 
 # --- subword level (our Transformer, Hugging Face models) --------------------------------------
@@ -251,12 +267,26 @@ def is_hf_folder(path: Path) -> bool:
         return False
 
 
+def checkpoint_family(path: str | Path) -> str | None:
+    """The encoder family a pretraining checkpoint holds (awd_lstm, elmo, transformer), or None."""
+    try:
+        config = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return next((fam for fam in ("elmo", "awd_lstm", "transformer") if fam in config), None)
+
+
 def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
     """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
     tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
     ckpt = load_checkpoint(path)
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
+    if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax
+        vocab = Vocab.from_dict(ckpt.files["vocab"])
+        encoder = ELMo(from_dict(ELMoConfig, ckpt.config["elmo"], "elmo."), vocab.itos)
+        load_encoder_weights(encoder, path)
+        return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="elmo")
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])
         cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")

@@ -25,6 +25,7 @@ paper's 93.6M parameters without the softmax (tested).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +35,9 @@ from torch import nn
 from transferlab.encoders.base import EncoderOutput
 
 __all__ = ["ELMoConfig", "ELMo", "CharCNN", "Highway", "char_ids", "PAPER_FILTERS"]
+
+# PyTorch says so once per process on a CPU; the fallback kernel is correct, and the speed is measured
+warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
 
 PAD_CHAR, BOW, EOW = 0, 257, 258  # bytes are 1..256
 N_CHARS = 259
@@ -118,7 +122,9 @@ class ELMo(nn.Module):
     def __init__(self, cfg: ELMoConfig, words: list[str] | None = None) -> None:
         super().__init__()
         self.cfg = cfg
-        self.register_buffer("chars", torch.zeros(max(cfg.vocab_size, 1), cfg.max_chars, dtype=torch.long))
+        # not saved with the weights: it is a function of the word list, rebuilt from the vocabulary
+        self.register_buffer("chars", torch.zeros(max(cfg.vocab_size, 1), cfg.max_chars, dtype=torch.long),
+                             persistent=False)
         self.char_cnn = CharCNN(cfg)
         self.highway = Highway(self.char_cnn.dim, cfg.n_highway)
         self.proj = nn.Linear(self.char_cnn.dim, cfg.dim)
@@ -138,6 +144,14 @@ class ELMo(nn.Module):
         if self.cfg.pad_id < len(words):
             table[self.cfg.pad_id] = PAD_CHAR
         self.chars = table.to(self.chars.device)
+
+    def add_words(self, words: list[str]) -> list[int]:
+        """Append words to the character table (no parameter changes: a word is its characters);
+        returns their ids. How a task's words unseen in pretraining get a representation."""
+        start = self.chars.size(0)
+        rows = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        self.chars = torch.cat([self.chars, rows.to(self.chars.device)]) if words else self.chars
+        return list(range(start, start + len(words)))
 
     def tokens(self, ids: torch.Tensor) -> torch.Tensor:
         """The context-independent token layer: ids (B, T) -> (B, T, dim)."""

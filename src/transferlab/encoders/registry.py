@@ -25,6 +25,7 @@ from torch import nn
 
 from transferlab.config import from_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.hf import HFEncoder, hf_max_len, is_causal
 from transferlab.encoders.static import StaticEncoder
@@ -76,6 +77,10 @@ ENCODERS: dict[str, Family] = {
         "pieces", _rebuild(Transformer, TransformerConfig, "transformer"), causal=lambda spec, enc: enc.cfg.causal,
         max_len=lambda spec, enc: enc.cfg.max_len, pooling="framing", module=Transformer, config=TransformerConfig,
         new=lambda cfg, n, pad: Transformer(dataclasses.replace(cfg, vocab_size=n, pad_id=pad))),
+    "elmo": Family(  # pretrained by `pretrain bilm`; its character table is rebuilt from the vocabulary
+        "words", lambda spec, files: ELMo(from_dict(ELMoConfig, spec["config"], "elmo."), files["vocab"]["itos"]),
+        causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=ELMo,
+        config=ELMoConfig),
     "static": Family(
         "vectors", _rebuild_static, causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="mean",
         module=StaticEncoder),

@@ -98,6 +98,10 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     """The encoder the recipe fine-tunes: a pretrained model, word vectors, or a family from scratch
     (its embedding from ``--vectors`` if given)."""
     fam = bb.family(cfg.encoder)
+    if fam == "elmo" or (cfg.pretrained and bb.checkpoint_family(cfg.pretrained) == "elmo"):
+        if not cfg.pretrained:
+            raise ValueError("--encoder elmo needs --pretrained: a `transferlab pretrain bilm` checkpoint")
+        return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len)  # ELMo, open vocabulary
     wv = _vectors(cfg, fam)
     if fam not in buildable():  # a model that is loaded, never built: a Hugging Face model, word vectors
         return _loaded_backbone(cfg, fam)
