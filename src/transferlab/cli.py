@@ -395,8 +395,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subword", choices=["first", "mean"], help="a word's vector: first subword or mean (subword)")
     p.add_argument("--probe", choices=["linear", "mlp"], help="probe.probe")
     p.add_argument("--corpus", help="text of the sentence-level tasks: catalog names or files (corpus)")
-    p.add_argument("--max-train-sentences", type=int, help="per task (max_train_sentences; 0 = all)")
-    p.add_argument("--max-test-sentences", type=int, help="per task (max_test_sentences; 0 = all)")
+    p.add_argument("--max-train-sentences", type=int, help="per task, word- and sentence-level "
+                   "(max_train_sentences; 0 = all)")
+    p.add_argument("--max-test-sentences", type=int, help="per task, word- and sentence-level "
+                   "(max_test_sentences; 0 = all)")
     _recipe_args(p)
     p.set_defaults(func=cmd_probe)
 

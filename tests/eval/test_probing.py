@@ -86,6 +86,10 @@ def test_sentence_tasks_from_raw_text():
         assert [w for w in s if w in content.classes] and {w for w in s if w in content.classes} == {content.classes[y]}
     n = len(length.sentences["train"]) + len(length.sentences["test"])
     assert n == 1000 and len(length.sentences["test"]) == 200
+    capped, = probing.sentence_tasks(lines, ["length"], max_sentences=1000, tokenize=str.split, max_train=30,
+                                     max_test=7)  # --max-train-sentences and --max-test-sentences apply here too
+    assert len(capped.sentences["train"]) == len(capped.labels["train"]) == 30 and len(capped.sentences["test"]) == 7
+    assert all(sent in length.sentences["train"] for sent in capped.sentences["train"])  # a subset of the same split
     with pytest.raises(ValueError, match="need 20 or more"):
         probing.sentence_tasks(["a b c"] * 5, ["length"])
 

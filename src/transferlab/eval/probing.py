@@ -110,8 +110,9 @@ def word_tasks(names: Sequence[str], max_train: int = 0, max_test: int = 0, seed
 
 
 def sentence_tasks(lines: Sequence[str], names: Sequence[str], max_sentences: int = 10000, n_words: int = 100,
-                   seed: int = 0, tokenize=None) -> list[ProbeData]:
-    """Conneau et al.-style tasks made from raw ``lines`` (one sentence each): 80% train, 20% test."""
+                   seed: int = 0, tokenize=None, max_train: int = 0, max_test: int = 0) -> list[ProbeData]:
+    """Conneau et al.-style tasks made from raw ``lines`` (one sentence each): 80% train, 20% test,
+    then at most ``max_train`` and ``max_test`` sentences of each split (0 = all)."""
     from transferlab.text.tokenize import word_tokenize
 
     tokenize = tokenize or (lambda text: word_tokenize(text, lower=False))
@@ -143,7 +144,7 @@ def sentence_tasks(lines: Sequence[str], names: Sequence[str], max_sentences: in
         order = list(range(len(chosen)))
         random.Random(seed + 1).shuffle(order)
         cut = int(0.8 * len(order))
-        parts = {"train": sorted(order[:cut]), "test": sorted(order[cut:])}
+        parts = {"train": sorted(order[:cut][: max_train or None]), "test": sorted(order[cut:][: max_test or None])}
         sentences = {s: [chosen[i] for i in ix] for s, ix in parts.items()}
         ys = {s: np.array([labels[i] for i in ix], dtype=np.int64) for s, ix in parts.items()}
         out.append(ProbeData(name, "sentence", f"sentence:{name}", sentences, ys, classes))

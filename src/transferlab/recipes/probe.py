@@ -71,7 +71,8 @@ def load_tasks(cfg: ProbeRunConfig) -> list[probing.ProbeData]:
     if sentence:
         lines = list(catalog.corpus(cfg.corpus))
         tasks += probing.sentence_tasks(lines, sentence, cfg.sentence_task_size, cfg.word_content_words,
-                                        cfg.probe.seed)
+                                        cfg.probe.seed, max_train=cfg.max_train_sentences,
+                                        max_test=cfg.max_test_sentences)
     return [t for name in names for t in tasks if t.name == name]
 
 
