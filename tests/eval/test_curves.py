@@ -117,6 +117,8 @@ def test_table_and_png(tmp_path):
     ulmfit = next(line for line in lines if line.startswith("| ulmfit"))
     assert "0.820 ± 0.014" in ulmfit and "| 100 |" in ulmfit and "10.0x" in ulmfit
     assert "never" in next(line for line in lines if line.startswith("| glove"))
+    one_seed = curves.format_table(curves.aggregate([r for r in ROWS if r["seed"] == 0]), "accuracy")
+    assert "±" not in one_seed and one_seed.startswith("accuracy (one seed)")  # no spread to show
     png = curves.plot_curves(agg, tmp_path / "out" / "curve.png", "accuracy", title="t", efficiency=eff)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

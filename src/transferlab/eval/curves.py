@@ -214,12 +214,13 @@ def format_table(agg: dict[str, dict[int, dict]], metric: str, efficiency: dict 
     if efficiency is not None:
         head += [f"reaches {efficiency['reference']}@{_size_label(efficiency['reference_size'], full_size)} at",
                  "label savings"]
-    lines = [f"{metric} (mean ± std over seeds)", "", "| " + " | ".join(head) + " |",
-             "|" + "---|" * len(head)]
     most = max((s["n"] for by_size in agg.values() for s in by_size.values()), default=0)
+    title = f"{metric} (mean ± std over seeds)" if most > 1 else f"{metric} (one seed)"
+    lines = [title, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def cell(s: dict) -> str:  # a cell with fewer seeds than the others (a curve in progress) says so
-        return f"{s['mean']:.3f} ± {s['std']:.3f}" + (f" ({s['n']} of {most} seeds)" if s["n"] < most else "")
+        spread = f" ± {s['std']:.3f}" if s["n"] > 1 else ""  # one seed has no spread to show
+        return f"{s['mean']:.3f}{spread}" + (f" ({s['n']} of {most} seeds)" if s["n"] < most else "")
 
     for method, by_size in agg.items():
         cells = [method] + [cell(by_size[s]) if s in by_size else "-" for s in sizes]

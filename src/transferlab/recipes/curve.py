@@ -402,8 +402,9 @@ def report(cfg: CurveConfig, rows: list[dict], methods: list[str], sizes: list[i
                          f"--methods (set --reference to another)"]
         log(notes[-1])
     task = task_name(cfg.data)
-    png = curves.plot_curves(agg, out / "curve.png", metric, title=f"{task}: learning curves "
-                             f"({cfg.seeds} seeds, mean ± 1 std)", efficiency=efficiency)
+    spread = f"{cfg.seeds} seeds, mean ± 1 std" if cfg.seeds > 1 else "one seed"
+    png = curves.plot_curves(agg, out / "curve.png", metric, title=f"{task}: learning curves ({spread})",
+                             efficiency=efficiency)
     table = curves.format_table(agg, metric, efficiency, full_size=n_train)
     (out / "curve.md").write_text(table + "\n", encoding="utf-8")
     print(f"\n{task}: test {metric} by number of labels\n\n{table}\n")
