@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from transferlab.config import PRESET_DIR, ConfigError, load_config, merge, read_toml
 
@@ -176,12 +177,26 @@ def _override(overrides: list[str], key: str) -> str | None:
     return None
 
 
+def _saved_columns(model: str) -> dict:
+    """The columns a task model was trained with (its resolved config), so a file like its
+    training file needs no column flags again."""
+    try:
+        data = json.loads((Path(model) / "config.json").read_text())["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags") if data.get(k) not in (None, "")}
+
+
 def _examples(args):
     from transferlab.data.tasks import TaskDataConfig, load_task, read_examples
 
     if args.data:
-        cfg = TaskDataConfig(task="", train=args.data, text_col=args.text_col, text_b_col=args.text_b_col or "",
-                             label_col=args.label_col, tags=args.tags or "")
+        saved = _saved_columns(args.model)
+        given = {"text_col": args.text_col, "text_b_col": args.text_b_col, "label_col": args.label_col,
+                 "tags": args.tags}
+        cols = {"text_col": "text", "label_col": "label"} | saved | {k: v for k, v in given.items() if v is not None}
+        cfg = TaskDataConfig(task="", train=args.data, text_col=cols["text_col"], text_b_col=cols.get("text_b_col", ""),
+                             label_col=cols["label_col"], tags=cols.get("tags", ""))
         return read_examples(cfg, "test", args.data), args.data
     return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
 
@@ -347,9 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default="sst2", help="a catalog task name")
     p.add_argument("--split", default="test")
     p.add_argument("--data", help="your own labeled file instead of a catalog task")
-    p.add_argument("--text-col", default="text")
-    p.add_argument("--text-b-col", help="a pair file's second text column")
-    p.add_argument("--label-col", default="label")
+    p.add_argument("--text-col", help="--data's text column (default: the model's training column, else 'text')")
+    p.add_argument("--text-b-col", help="a pair file's second text column (default: the model's)")
+    p.add_argument("--label-col", help="--data's label column (default: the model's training column, else 'label')")
     p.add_argument("--tags", help="tag column of a CoNLL file (ner, chunk, pos, upos ...)")
     p.set_defaults(func=cmd_evaluate)
 

@@ -173,3 +173,19 @@ def test_word_pairs_and_analogies(write):
     assert list(read_analogies(q))[1] == Analogy("boy", "girl", "brother", "sister", "family")
     bad = write("bq.txt", ": s\na b c\n")
     assert _error(lambda: list(read_analogies(bad))).line == 2
+
+
+def test_a_headerless_table_is_named_with_the_fix(tmp_path):
+    from transferlab.data.readers import read_text_examples
+
+    path = tmp_path / "h.tsv"
+    path.write_text("great fun\tpos\nawful\tneg\nloved it\tpos\n")
+    with pytest.raises(DataError) as info:
+        list(read_text_examples(path, "text", "label"))
+    message = str(info.value)
+    assert "looks like data, not a header (column 1: 'pos' is also a value" in message
+    assert "--text-col 0 --label-col 1" in message
+    assert [e.label for e in read_text_examples(path, 0, 1)] == ["pos", "neg", "pos"]  # as the message says
+    (tmp_path / "n.tsv").write_text("1\tgood\n0\tbad\n")
+    with pytest.raises(DataError, match="column 0: '1' is a number"):
+        list(read_text_examples(tmp_path / "n.tsv", "text", "label"))

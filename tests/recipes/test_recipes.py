@@ -90,6 +90,18 @@ def test_unseen_label_at_evaluation_is_named(files, tmp_path):
         predict.evaluate(summary["checkpoint"], examples, "odd.tsv")
 
 
+def test_evaluate_reads_a_file_with_the_models_own_columns(files, tmp_path, capsys):
+    rows = (files / "train.tsv").read_text().splitlines()[1:]
+    (tmp_path / "headerless.tsv").write_text("\n".join(rows) + "\n")
+    assert cli.main(["finetune", "--train", str(tmp_path / "headerless.tsv"), "--text-col", "0", "--label-col", "1",
+                     "--preset", "tiny", "--out", str(tmp_path / "m"), "--train.progress=false",
+                     "--lm_finetune.enabled=false"]) == 0
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--model", str(tmp_path / "m" / "last"), "--data",
+                     str(tmp_path / "headerless.tsv")]) == 0  # no column flags: the model's are used
+    assert json.loads(capsys.readouterr().out)["n"] == len(rows)
+
+
 def test_malformed_row_names_file_line_and_field(files, tmp_path, capsys):
     bad = tmp_path / "bad.tsv"
     bad.write_text("review\tstars\ngood fun\tgood\n\tbad\n", encoding="utf-8")

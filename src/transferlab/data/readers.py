@@ -19,6 +19,7 @@ CoNLL readers live in :mod:`transferlab.data.conll` and are re-exported here.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -155,9 +156,27 @@ class TableReader:
                 values = [f.strip() or None for f in fields] + [None] * (len(keys) - len(fields))
                 yield number, dict(zip(keys, values))
             return
-        index = self._index(header, header_line)
+        try:
+            index = self._index(header, header_line)
+        except DataError as e:
+            raise DataError(self.path, e.line, e.field, e.problem + self._headerless_hint(header, records)) from None
         for number, fields in records:
             yield number, self._row(number, fields, index, header)
+
+    def _headerless_hint(self, header: list[str] | None, records: Iterator[tuple[int, list[str]]]) -> str:
+        """What to type when a named column is not in the first line: if that line looks like a
+        row of data (a value it holds recurs in the same column below, or it is a number), say so."""
+        hint = ("; if the file has no header line, name the columns by 0-based position "
+                "(text_col=0, label_col=1; on the command line --text-col 0 --label-col 1)")
+        if not header:
+            return hint
+        below = [fields for _, fields in itertools.islice(records, 200)]
+        for i, name in enumerate(header):
+            numeric = name.replace(".", "", 1).lstrip("-").isdigit()
+            if numeric or any(i < len(f) and f[i].strip() == name for f in below):
+                why = "is a number" if numeric else "is also a value of that column further down"
+                return (f"; its first line looks like data, not a header (column {i}: {name!r} {why})" + hint)
+        return hint
 
     def _row(self, number: int, fields: list[str], index: dict[str, int],
              header: list[str] | None) -> dict[str, str | None]:
