@@ -102,6 +102,20 @@ def test_evaluate_reads_a_file_with_the_models_own_columns(files, tmp_path, caps
     assert json.loads(capsys.readouterr().out)["n"] == len(rows)
 
 
+def test_predict_tags_new_text_with_a_tagger(tmp_path, capsys):
+    tags = {"Paris": "B-LOC", "London": "B-LOC", "John": "B-PER", "visited": "O", "likes": "O", "the": "O"}
+    words = list(tags)
+    (tmp_path / "my.conll").write_text("".join("".join(f"{words[(i + j) % 6]} {tags[words[(i + j) % 6]]}\n"
+                                                       for j in range(4)) + "\n" for i in range(30)))
+    assert cli.main(["finetune", "--train", str(tmp_path / "my.conll"), "--tags", "1", "--preset", "tiny",
+                     "--out", str(tmp_path / "tagger"), "--train.progress=false"]) == 0
+    capsys.readouterr()
+    assert cli.main(["predict", "--model", str(tmp_path / "tagger" / "last"), "John visited Paris ."]) == 0
+    row = json.loads(capsys.readouterr().out.strip())
+    assert row["tokens"] == ["John", "visited", "Paris", "."] and len(row["tags"]) == 4
+    assert set(row["tags"]) <= {"B-LOC", "B-PER", "O"}
+
+
 def test_malformed_row_names_file_line_and_field(files, tmp_path, capsys):
     bad = tmp_path / "bad.tsv"
     bad.write_text("review\tstars\ngood fun\tgood\n\tbad\n", encoding="utf-8")

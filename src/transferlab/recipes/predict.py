@@ -6,8 +6,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from transferlab.config import from_dict
 from transferlab.data.examples import TextExample
 from transferlab.tasks.loading import load_task_model
+from transferlab.text.tokenize import TextConfig, tokenizer
 
 
 def evaluate(model_dir: str | Path, examples: list, where: str) -> dict:
@@ -17,12 +19,17 @@ def evaluate(model_dir: str | Path, examples: list, where: str) -> dict:
 
 def predict(model_dir: str | Path, texts: Iterable[str], out) -> int:
     """Write one JSON line per text: its label and every label's probability (or the score of a
-    regression model)."""
+    regression model); for a tagger, its tokens (the model's word tokenizer) and their tags."""
     p = load_task_model(model_dir)
-    if p.kind == "tag" or p.pairs:
-        what = "a tagger" if p.kind == "tag" else "a text-pair model"
-        raise ValueError(f"{model_dir} is {what}: `predict` takes single texts; use `evaluate` on a file")
+    if p.pairs:
+        raise ValueError(f"{model_dir} is a text-pair model: `predict` takes single texts; use `evaluate` on a file")
     texts = list(texts)
+    if p.kind == "tag":
+        tok = tokenizer(from_dict(TextConfig, {**p.config.get("text", {}), "lower": False}, "text."))
+        sentences = [tok(t) for t in texts]
+        for text, words, tags in zip(texts, sentences, p.tags(sentences)):
+            out.write(json.dumps({"text": text, "tokens": words, "tags": tags}) + "\n")
+        return len(texts)
     outputs = p.outputs([TextExample(t) for t in texts])
     rows = outputs.tolist() if p.kind == "regress" else outputs.softmax(-1).tolist()
     for text, probs in zip(texts, rows):

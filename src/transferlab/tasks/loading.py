@@ -20,10 +20,12 @@ from torch import nn
 from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.data.batching import Batches
+from transferlab.data.examples import TaggedSentence
 from transferlab.encoders import backbone as bb
 from transferlab.encoders.registry import buildable
 from transferlab.tasks.classify import ClassifierHeadConfig, predict_outputs
 from transferlab.tasks.model import Encoded, Kind, TaskConfig, build_model, encode_examples, evaluate
+from transferlab.tasks.tag import predict_tags
 from transferlab.text.tokenize import TextConfig
 
 
@@ -50,9 +52,23 @@ class TaskPredictor:
         return predict_outputs(self.model, Batches(enc.seqs, self.batch_size, pad_id=self.backbone.pad_id,
                                                    shuffle=False, seq_extra=enc.seq_extra))
 
+    @torch.no_grad()
+    def tags(self, sentences: list[list[str]]) -> list[list[str]]:
+        """A tagger's tags for each word of each sentence (words past the model's length get the
+        fallback tag, ``O`` where there is one)."""
+        enc = self._unlabeled([TaggedSentence(tuple(words), ("",) * len(words)) for words in sentences])
+        fallback = self.labels.index("O") if "O" in self.labels else 0
+        batches = Batches(enc.seqs, self.batch_size, pad_id=self.backbone.pad_id, shuffle=False,
+                          seq_extra=enc.seq_extra)
+        pred = predict_tags(self.model, batches, enc.positions, enc.n_words, fallback)
+        return [[self.labels[t] for t in row] for row in pred]
+
     def _unlabeled(self, examples: list) -> Encoded:
         """Examples without labels, encoded (a placeholder label that nothing reads)."""
-        filled = [dataclasses.replace(ex, label=self.labels[0] if self.labels else "0") for ex in examples]
+        if self.kind == "tag":  # placeholder tags, one per word
+            filled = [dataclasses.replace(ex, tags=(self.labels[0],) * len(ex.tokens)) for ex in examples]
+        else:
+            filled = [dataclasses.replace(ex, label=self.labels[0] if self.labels else "0") for ex in examples]
         return encode_examples(self.backbone, filled, self.kind, self.labels, self.both_orders, "input")
 
     def evaluate(self, examples: list, where: str) -> dict:
