@@ -65,6 +65,29 @@ def _parser(name: str, sub, help_text: str) -> argparse.ArgumentParser:
     return p
 
 
+def _task_data_args(p: argparse.ArgumentParser) -> None:
+    """The flags that name a task's data, the same for every command that trains on one."""
+    p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, conll2003, ...")
+    p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (texts, pairs), or CoNLL "
+                                   ".conll/.conllu/.txt with --tags (tagged words) (data.train)")
+    p.add_argument("--valid", help="your own validation file (data.valid); without it 10%% of train is held out")
+    p.add_argument("--test", help="your own test file (data.test)")
+    p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
+    p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
+    p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
+    p.add_argument("--tags", help="the tag column of tagging data: a name (ner, pos, upos ...; a CoNLL file of "
+                                  "your own needs --columns) or a 0-based index (data.tags)")
+    p.add_argument("--columns", help="names of a CoNLL file's columns, comma-separated: word,pos,chunk,ner "
+                                     "(data.columns)")
+
+
+def _task_data(args) -> dict:
+    """The task-data flags as dotted config keys."""
+    return {"data.task": args.task, "data.train": args.train, "data.valid": args.valid, "data.test": args.test,
+            "data.text_col": args.text_col, "data.text_b_col": args.text_b_col, "data.label_col": args.label_col,
+            "data.tags": args.tags, "data.columns": args.columns}
+
+
 def _recipe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", help="a preset name (tiny, small, paper ...) or a .toml path")
     p.add_argument("--config", help="a TOML config file, applied after the preset")
@@ -161,10 +184,8 @@ def cmd_finetune(args, overrides) -> None:
     encoder = args.encoder or _override(overrides, "encoder") or "awd_lstm"
     defaults = PRESET_DIR / f"defaults_{family(encoder)}.toml"
     cfg = _load(finetune.FinetuneConfig, args, overrides, "finetune",
-                {"data.task": args.task, "data.train": args.train, "data.valid": args.valid,
-                 "data.test": args.test, "data.text_col": args.text_col, "data.text_b_col": args.text_b_col,
-                 "data.label_col": args.label_col, "data.tags": args.tags, "data.train_size": args.labels,
-                 "pretrained": args.pretrained, "encoder": args.encoder, "vectors": args.vectors},
+                _task_data(args) | {"data.train_size": args.labels, "pretrained": args.pretrained,
+                                    "encoder": args.encoder, "vectors": args.vectors},
                 defaults=read_toml(defaults) if defaults.exists() else None)
     print(json.dumps(finetune.run(cfg), indent=2))
 
@@ -184,7 +205,8 @@ def _saved_columns(model: str) -> dict:
         data = json.loads((Path(model) / "config.json").read_text())["data"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags") if data.get(k) not in (None, "")}
+    return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags", "columns")
+            if data.get(k) not in (None, "")}
 
 
 def _examples(args):
@@ -193,10 +215,10 @@ def _examples(args):
     if args.data:
         saved = _saved_columns(args.model)
         given = {"text_col": args.text_col, "text_b_col": args.text_b_col, "label_col": args.label_col,
-                 "tags": args.tags}
+                 "tags": args.tags, "columns": args.columns}
         cols = {"text_col": "text", "label_col": "label"} | saved | {k: v for k, v in given.items() if v is not None}
         cfg = TaskDataConfig(task="", train=args.data, text_col=cols["text_col"], text_b_col=cols.get("text_b_col", ""),
-                             label_col=cols["label_col"], tags=cols.get("tags", ""))
+                             label_col=cols["label_col"], tags=cols.get("tags", ""), columns=cols.get("columns", ""))
         return read_examples(cfg, "test", args.data), args.data
     return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
 
@@ -290,9 +312,7 @@ def cmd_curve(args, overrides) -> None:
     mine = [o for o in overrides if o[2:].split("=", 1)[0].split(".", 1)[0].replace("-", "_") in own]
     for_methods = [o.removeprefix("--") for o in overrides if o not in mine]
     cfg = _load(curve.CurveConfig, args, mine, "curve",
-                {"data.task": args.task, "data.train": args.train, "data.valid": args.valid, "data.test": args.test,
-                 "data.text_col": args.text_col, "data.text_b_col": args.text_b_col, "data.label_col": args.label_col,
-                 "data.tags": args.tags, "sizes": args.sizes, "seeds": args.seeds, "methods": args.methods,
+                _task_data(args) | {"sizes": args.sizes, "seeds": args.seeds, "methods": args.methods,
                  "methods_file": args.methods_file, "lm": args.lm, "preset": args.method_preset,
                  "reference": args.reference, "finetune": for_methods or None,
                  "report_only": args.report_only or None})
@@ -337,14 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _parser("finetune", sub, "adapt a pretrained encoder to a labeled task (texts, pairs or tagged words), "
                                  "or train it from scratch")
-    p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, ...")
-    p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (data.train)")
-    p.add_argument("--valid", help="your own validation file (data.valid)")
-    p.add_argument("--test", help="your own test file (data.test)")
-    p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
-    p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
-    p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
-    p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
+    _task_data_args(p)
     p.add_argument("--encoder", help="awd_lstm (default), fasttext (Joulin et al.'s bag of words and bigrams), "
                                      "transformer, word vectors as the encoder (glove-6b-50d, a vectors folder), "
                                      "or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
@@ -365,7 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-col", help="--data's text column (default: the model's training column, else 'text')")
     p.add_argument("--text-b-col", help="a pair file's second text column (default: the model's)")
     p.add_argument("--label-col", help="--data's label column (default: the model's training column, else 'label')")
-    p.add_argument("--tags", help="tag column of a CoNLL file (ner, chunk, pos, upos ...)")
+    p.add_argument("--tags", help="tag column of a CoNLL file (ner, chunk, pos, upos ..., or an index; default: "
+                                  "the model's)")
+    p.add_argument("--columns", help="names of a CoNLL file's columns: word,pos,chunk,ner (default: the model's)")
     p.set_defaults(func=cmd_evaluate)
 
     p = _parser("predict", sub, "labels and probabilities for new text, as JSON lines")
@@ -419,14 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _parser("curve", sub, "learning curves: every method at every number of labels (nested subsets, several "
                               "seeds), a chart, and how many times fewer labels transfer needs than from scratch")
-    p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, ...")
-    p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (data.train)")
-    p.add_argument("--valid", help="your own validation file (data.valid)")
-    p.add_argument("--test", help="your own test file (data.test)")
-    p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
-    p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
-    p.add_argument("--label-col", help="label column name or 0-based index (data.label_col)")
-    p.add_argument("--tags", help="tag column of tagging data: ner, chunk, pos, upos ... (data.tags)")
+    _task_data_args(p)
     p.add_argument("--sizes", help="numbers of labels, comma-separated; all = the whole training set (sizes)")
     p.add_argument("--seeds", type=int, help="random subsets (and training seeds) per size (seeds)")
     p.add_argument("--methods", help="comma-separated methods of configs/curve_methods.toml: scratch, glove, "

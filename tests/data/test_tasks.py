@@ -22,3 +22,20 @@ def test_max_len_has_one_spelling_of_no_limit():
         TaskDataConfig(max_len=-1)
     with pytest.raises(ConfigError, match="max_len"):
         from_dict(TaskDataConfig, {"max_len": "long"}, "data.")
+
+
+def test_a_conll_file_of_your_own_with_named_columns(tmp_path):
+    from transferlab.data.errors import DataError
+    from transferlab.data.tasks import TaskDataConfig, read_examples
+
+    text = "John B-PER\nvisited O\nParis B-LOC\n\nMary B-PER\n"
+    for name in ("my.conll", "my.txt"):  # CoNLL-2003 itself ships as .txt
+        (tmp_path / name).write_text(text)
+        cfg = TaskDataConfig(task="", train=str(tmp_path / name), tags="ner", columns="word,ner")
+        sentences = read_examples(cfg, "train", cfg.train)
+        assert [s.tags for s in sentences] == [("B-PER", "O", "B-LOC"), ("B-PER",)]
+    with pytest.raises(DataError, match="name them with --columns word,pos,ner .* or give the column's 0-based index"):
+        read_examples(TaskDataConfig(task="", train=str(tmp_path / "my.conll"), tags="ner"), "train",
+                      str(tmp_path / "my.conll"))
+    by_index = TaskDataConfig(task="", train=str(tmp_path / "my.conll"), tags="1")
+    assert read_examples(by_index, "train", by_index.train)[0].tokens == ("John", "visited", "Paris")

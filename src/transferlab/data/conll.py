@@ -53,9 +53,12 @@ class ConllReader:
             if self.columns is not None and not -len(self.columns) <= col < len(self.columns):
                 raise DataError(self.path, None, col, f"no such column in {self.columns}")
             return col
-        if self.columns is None or col not in self.columns:
-            raise DataError(self.path, None, col, f"no such column; columns are {self.columns} "
-                            "(pass columns=(...) to select a column by name)")
+        if self.columns is None:
+            raise DataError(self.path, None, col, "the file's columns have no names: name them with --columns "
+                            "word,pos,ner (data.columns; columns=(...) in Python) or give the column's 0-based "
+                            "index, --tags 3")
+        if col not in self.columns:
+            raise DataError(self.path, None, col, f"no such column; the columns are {', '.join(self.columns)}")
         return self.columns.index(col)
 
     def rows(self) -> Stream[list[tuple[str, ...]]]:

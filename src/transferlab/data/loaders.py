@@ -205,7 +205,8 @@ def _format_of(path: Path, has_columns: bool) -> str:
 def path_examples(path: Path, format: str | None = None, text_col: Column | None = None,
                   label_col: Column | None = None, a_col: Column | None = None, b_col: Column | None = None,
                   header: bool | None = None, delimiter: str | None = None, label_optional: bool = False,
-                  tags: str | int | None = None, parsed: bool = False) -> Iterable:
+                  tags: str | int | None = None, parsed: bool = False,
+                  columns: tuple[str, ...] | None = None) -> Iterable:
     """Examples from a user's file or folder, its format chosen by suffix unless ``format``."""
     fmt = format or _format_of(path, any(c is not None for c in (text_col, a_col, b_col)))
     if fmt == "lines":
@@ -219,7 +220,7 @@ def path_examples(path: Path, format: str | None = None, text_col: Column | None
                             "(or a_col=... and b_col=... for sentence pairs)")
         return read_text_examples(path, text_col, label_col, header, delimiter, label_optional)
     if fmt == "conll":
-        return ConllReader(path, tag_col=-1 if tags is None else tags)
+        return ConllReader(path, columns=columns, tag_col=-1 if tags is None else tags)
     if fmt == "conllu":
         reader = ConlluReader(path)
         return reader if parsed else reader.tagged(tags or "upos")

@@ -32,6 +32,7 @@ class TaskDataConfig:
     text_b_col: str = ""  # a pair task's second text column (text_col is the first)
     label_col: str = "label"
     tags: str = ""  # tag column of tagging data: conll2003 ner|chunk|pos, ud-ewt upos|xpos|deprels
+    columns: str = ""  # a CoNLL file's column names, comma-separated ("word,pos,chunk,ner")
     header: Literal["auto", "yes", "no"] = "auto"
     train_size: int = 0  # number of labeled training examples used; 0 = all
     subset_seed: int = 0  # which random subset; subsets of one seed are nested
@@ -72,7 +73,11 @@ def _options(cfg: TaskDataConfig, path: str) -> dict:
     tags = {"tags": _column(cfg.tags)} if cfg.tags else {}
     if not path:
         return tags
-    if Path(path).suffix.lower() in (".conll", ".conllu"):
+    suffix = Path(path).suffix.lower()
+    if suffix == ".conll" or (suffix == ".txt" and cfg.tags):  # CoNLL-2003 itself ships as .txt
+        names = {"columns": tuple(c.strip() for c in cfg.columns.split(","))} if cfg.columns else {}
+        return tags | names | {"format": "conll"}
+    if suffix == ".conllu":
         return tags
     cols = {"label_col": _column(cfg.label_col), "header": _header(cfg)}
     if cfg.text_b_col:
