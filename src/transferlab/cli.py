@@ -294,7 +294,8 @@ def cmd_probe(args, overrides) -> None:
     cfg = _load(probe.ProbeRunConfig, args, overrides, "probe",
                 {"encoder": args.encoder, "tasks": args.tasks, "subword": args.subword, "probe.probe": args.probe,
                  "corpus": args.corpus, "max_train_sentences": args.max_train_sentences,
-                 "max_test_sentences": args.max_test_sentences}, seed_key="probe.seed")
+                 "max_test_sentences": args.max_test_sentences, "data.tags": args.tags, "data.columns": args.columns,
+                 "data.text_col": args.text_col, "data.label_col": args.label_col}, seed_key="probe.seed")
     probe.run(cfg)
 
 
@@ -421,7 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
                                      "a vectors folder), a pretrain lm|mlm|clm or finetune checkpoint folder, "
                                      "or awd_lstm|transformer|fasttext at random initialization (encoder)")
     p.add_argument("--tasks", help="comma-separated: upos xpos deprel (UD-EWT), ner chunk pos (CoNLL-2003), "
-                                   "length word_content bigram_shift (from --corpus) (tasks)")
+                                   "length word_content bigram_shift (from --corpus), or files of your own: "
+                                   "tagged words (.conll, .conllu) or texts with labels (.tsv, .csv, .jsonl) (tasks)")
+    p.add_argument("--tags", help="a CoNLL file's tag column: a name (with --columns) or an index (data.tags)")
+    p.add_argument("--columns", help="a CoNLL file's column names: word,pos,ner (data.columns)")
+    p.add_argument("--text-col", help="a table file's text column (data.text_col)")
+    p.add_argument("--label-col", help="a table file's label column (data.label_col)")
     p.add_argument("--subword", choices=["first", "mean"], help="a word's vector: first subword or mean (subword)")
     p.add_argument("--probe", choices=["linear", "mlp"], help="probe.probe")
     p.add_argument("--corpus", help="text of the sentence-level tasks: catalog names or files (corpus)")

@@ -180,3 +180,29 @@ def test_unknown_task_names_are_listed():
 
     with pytest.raises(ValueError, match="unknown probing task\\(s\\) sentiment; known: upos"):
         ProbeRunConfig(tasks="upos,sentiment")
+
+
+def test_files_of_your_own_are_probing_tasks(tmp_path, shared_data):
+    from transferlab.config import load_config
+    from transferlab.recipes import probe
+
+    tags = {"Paris": "LOC", "London": "LOC", "John": "PER", "Mary": "PER", "visited": "O", "likes": "O"}
+    words = list(tags)
+    (tmp_path / "mine.conll").write_text("".join("".join(f"{words[(i * j + j) % 6]} X {tags[words[(i * j + j) % 6]]}\n"
+                                                         for j in range(5)) + "\n" for i in range(40)))
+    (tmp_path / "sent.tsv").write_text("text\tlabel\n" + "good fun film\tpos\ndull bad plot\tneg\n" * 20)
+    cfg = load_config(probe.ProbeRunConfig, None, [
+        'encoder="awd_lstm"', f'tasks="{tmp_path / "mine.conll"},{tmp_path / "sent.tsv"}"',
+        'data.columns="word,pos,ner"', 'data.tags="ner"', "scratch.awd_lstm.dim=16",
+        "scratch.awd_lstm.hidden_dim=24", "scratch.awd_lstm.n_layers=2", f'cache="{tmp_path / "cache"}"',
+        f'out="{tmp_path / "run"}"', "progress=false", "probe.epochs=2"])
+    results = probe.run(cfg)
+    assert results["tasks"]["mine"]["level"] == "word" and results["tasks"]["mine"]["classes"] == 3
+    assert results["tasks"]["sent"]["level"] == "sentence" and results["tasks"]["sent"]["n_test"] == 8
+
+
+def test_a_corpus_no_task_reads_is_an_error():
+    from transferlab.recipes.probe import ProbeRunConfig
+
+    with pytest.raises(ValueError, match="read only by the sentence-level tasks.*--tasks my.conll"):
+        ProbeRunConfig(tasks="pos", corpus="my.conll")

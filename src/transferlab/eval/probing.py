@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from pathlib import Path
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -107,6 +108,59 @@ def word_tasks(names: Sequence[str], max_train: int = 0, max_test: int = 0, seed
         labels = {s: np.array([index.get(t, -1) for row in tags[s] for t in row], dtype=np.int64) for s in tags}
         out.append(ProbeData(name, "word", dataset, sents, labels, classes))
     return out
+
+
+def is_file_task(name: str) -> bool:
+    """A ``--tasks`` entry that names a file of your own rather than a packaged task."""
+    return name not in WORD_TASKS and name not in SENTENCE_TASKS and (
+        "/" in name or Path(name).suffix.lower() in (".conll", ".conllu", ".txt", ".tsv", ".csv", ".jsonl"))
+
+
+@dataclass(frozen=True)
+class FileColumns:
+    """Where the labels of a probing file of your own are (``probe --tags/--columns/--text-col/--label-col``)."""
+
+    text_col: str = "text"
+    label_col: str = "label"
+    tags: str = ""  # a CoNLL file's tag column: a name from ``columns``, or an index; "" = the last
+    columns: str = ""  # a CoNLL file's column names, comma-separated
+
+
+def file_task(path: str, cols: FileColumns = FileColumns(), max_train: int = 0, max_test: int = 0,
+              seed: int = 0) -> ProbeData:
+    """A probing task from your own labeled file, by what it holds: tagged words (CoNLL, CoNLL-U;
+    ``data.tags``/``data.columns`` pick the column) give a word-level task, texts with labels
+    (TSV, CSV, JSONL; ``data.text_col``/``data.label_col``) a sentence-level one. 80% of its
+    sentences (a fixed shuffle) train the probe, 20% test it, then the caps apply."""
+    from transferlab.data.examples import TaggedSentence, TextExample
+    from transferlab.data.tasks import TaskDataConfig, read_examples
+    from transferlab.text.tokenize import word_tokenize
+
+    data = TaskDataConfig(task="", train=path, text_col=cols.text_col, label_col=cols.label_col,
+                          tags=cols.tags,
+                          columns=cols.columns)
+    examples = [ex for ex in read_examples(data, "train", path) if not isinstance(ex, TaggedSentence) or ex.tokens]
+    if len(examples) < 10:
+        raise ValueError(f"{path}: {len(examples)} labeled sentences; a probing task needs 10 or more")
+    order = list(range(len(examples)))
+    random.Random(seed).shuffle(order)
+    cut = int(0.8 * len(order))
+    parts = {"train": _cap(sorted(order[:cut]), max_train, seed), "test": _cap(sorted(order[cut:]), max_test, seed)}
+    name = Path(path).stem
+    if isinstance(examples[0], TaggedSentence):
+        sents = {s: [list(examples[i].tokens) for i in ix] for s, ix in parts.items()}
+        tags = {s: [t for i in ix for t in examples[i].tags] for s, ix in parts.items()}
+        level = "word"
+    elif isinstance(examples[0], TextExample):
+        sents = {s: [word_tokenize(examples[i].text, lower=False) for i in ix] for s, ix in parts.items()}
+        tags = {s: [examples[i].label for i in ix] for s, ix in parts.items()}
+        level = "sentence"
+    else:
+        raise ValueError(f"{path}: text pairs are not a probing task (a word-level file or a text-and-label file is)")
+    classes = sorted(set(tags["train"]))
+    index = {t: i for i, t in enumerate(classes)}
+    labels = {s: np.array([index.get(t, -1) for t in row], dtype=np.int64) for s, row in tags.items()}
+    return ProbeData(name, level, f"file:{Path(path).resolve()}", sents, labels, classes)
 
 
 def sentence_tasks(lines: Sequence[str], names: Sequence[str], max_sentences: int = 10000, n_words: int = 100,

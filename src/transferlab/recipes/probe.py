@@ -42,6 +42,7 @@ class ProbeRunConfig:
     tasks: str = "upos,deprel,ner,chunk"  # word-level: upos xpos deprel ner chunk pos; sentence: length ...
     subword: Literal["first", "mean"] = "first"  # a word's vector: its first subword, or their mean
     corpus: str = "ptb"  # the text sentence-level tasks are made from (catalog names or files)
+    data: probing.FileColumns = field(default_factory=probing.FileColumns)  # columns of a file in tasks
     max_train_sentences: int = 0  # per task; 0 = all
     max_test_sentences: int = 0
     sentence_task_size: int = 10000  # sentences generated per sentence-level task
@@ -57,10 +58,16 @@ class ProbeRunConfig:
 
     def __post_init__(self):
         names = [t for t in self.tasks.split(",") if t]
-        unknown = [t for t in names if t not in probing.WORD_TASKS and t not in probing.SENTENCE_TASKS]
+        unknown = [t for t in names if t not in probing.WORD_TASKS and t not in probing.SENTENCE_TASKS
+                   and not probing.is_file_task(t)]
         if not names or unknown:
             raise ValueError(f"tasks: unknown probing task(s) {', '.join(unknown) or '(none given)'}; known: "
-                             f"{', '.join([*probing.WORD_TASKS, *probing.SENTENCE_TASKS])}")
+                             f"{', '.join([*probing.WORD_TASKS, *probing.SENTENCE_TASKS])}, or a file of your own "
+                             f"(.conll/.conllu tagged words; .tsv/.csv/.jsonl texts with labels)")
+        if self.corpus != "ptb" and not any(t in probing.SENTENCE_TASKS for t in names):
+            raise ValueError(f"corpus={self.corpus!r} is read only by the sentence-level tasks (length, word_content, "
+                             f"bigram_shift), and none is asked for; to probe a tagged file of your own, put it in "
+                             f"--tasks: --tasks {self.corpus}")
 
 
 def load_tasks(cfg: ProbeRunConfig) -> list[probing.ProbeData]:
@@ -68,12 +75,15 @@ def load_tasks(cfg: ProbeRunConfig) -> list[probing.ProbeData]:
     word = [t for t in names if t in probing.WORD_TASKS]
     sentence = [t for t in names if t in probing.SENTENCE_TASKS]
     tasks = probing.word_tasks(word, cfg.max_train_sentences, cfg.max_test_sentences, cfg.probe.seed)
+    tasks += [probing.file_task(t, cfg.data, cfg.max_train_sentences, cfg.max_test_sentences, cfg.probe.seed)
+              for t in names if probing.is_file_task(t)]
     if sentence:
         lines = list(catalog.corpus(cfg.corpus))
         tasks += probing.sentence_tasks(lines, sentence, cfg.sentence_task_size, cfg.word_content_words,
                                         cfg.probe.seed, max_train=cfg.max_train_sentences,
                                         max_test=cfg.max_test_sentences)
-    return [t for name in names for t in tasks if t.name == name]
+    by_name = {t.name: t for t in tasks}
+    return [by_name[Path(name).stem if probing.is_file_task(name) else name] for name in names]
 
 
 def check_alignment(b: bb.Backbone, name: str, sentence: list[str]) -> None:
