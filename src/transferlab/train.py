@@ -496,6 +496,9 @@ class _Run:
             metrics = dict(zip(metrics, values.tolist()))
         p.last_eval_step = t.step
         p.history.append({"step": t.step, "epoch": t.epoch, **metrics})
+        if self.rank == 0 and t.cfg.progress:
+            shown = ", ".join(f"{k} {v:.4g}" for k, v in metrics.items())
+            self.log.bar.write(f"[transferlab] step {t.step:,} (epoch {t.epoch + 1}): {shown}", file=sys.stderr)
         self.log.write({"step": t.step, "epoch": t.epoch, **{f"eval/{k}": v for k, v in metrics.items()}})
         if self.metric is not None:
             if self.metric not in metrics:

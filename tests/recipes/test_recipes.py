@@ -116,6 +116,18 @@ def test_predict_tags_new_text_with_a_tagger(tmp_path, capsys):
     assert set(row["tags"]) <= {"B-LOC", "B-PER", "O"}
 
 
+def test_the_console_says_what_was_read_and_what_happened(files, tmp_path, capsys):
+    assert cli.main(["finetune", "--train", str(files / "train.tsv"), "--text-col", "review", "--label-col", "stars",
+                     "--preset", "tiny", "--out", str(tmp_path / "m"), "--lm_finetune.enabled=false"]) == 0
+    err = capsys.readouterr().err
+    assert "examples held out of train (10%" in err and "no validation file or split was given" in err
+    assert "labels in train: " in err and "good " in err and "bad " in err
+    assert "the validation examples stand in" in err  # no test file: said, not silent
+    assert "(epoch 1): valid_accuracy" in err and "best valid_accuracy" in err
+    assert "of the positive class" in err and f"model written to {tmp_path / 'm' / 'last'}" in err
+    assert "\r" not in err
+
+
 def test_malformed_row_names_file_line_and_field(files, tmp_path, capsys):
     bad = tmp_path / "bad.tsv"
     bad.write_text("review\tstars\ngood fun\tgood\n\tbad\n", encoding="utf-8")

@@ -10,6 +10,7 @@ evaluation time.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Literal
 from transferlab.data import catalog
 from transferlab.data.errors import DataError
 from transferlab.data.examples import PairExample, TaggedSentence, TextExample
+from transferlab.log import log
 
 Example = TextExample | PairExample | TaggedSentence
 
@@ -121,18 +123,38 @@ def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
         held = set(nested_subset(len(train), max(1, int(len(train) * cfg.valid_fraction)), seed=12345))
         valid = [ex for i, ex in enumerate(train) if i in held]
         train = [ex for i, ex in enumerate(train) if i not in held]
+        log(f"valid: {len(valid):,} examples held out of train ({cfg.valid_fraction:.0%}, data.valid_fraction): "
+            f"no validation file or split was given")
     if cfg.test:
         test = read_examples(cfg, "test", cfg.test)
     elif "test" in splits:
         test = read_examples(cfg, "test", "")
     else:
         test = valid
+        log("test: no test file or split was given; the validation examples stand in (data.test)")
     if cfg.valid_size and len(valid) > cfg.valid_size:  # (test, when it is valid, stays whole)
         valid = [valid[i] for i in nested_subset(len(valid), cfg.valid_size, seed=54321)]
     if cfg.train_size > len(train):
         raise ValueError(f"data.train_size={cfg.train_size} but the training set has only {len(train)} examples")
+    read = len(train)
     train = [train[i] for i in nested_subset(len(train), cfg.train_size, cfg.subset_seed)]
-    return {"train": train, "valid": valid, "test": test}
+    data = {"train": train, "valid": valid, "test": test}
+    describe(data, cfg.task if not cfg.train else cfg.train, read)
+    return data
+
+
+def describe(data: dict[str, list[Example]], name: str, read: int) -> None:
+    """Say what was read: examples per split (and how many of train are used), and the labels."""
+    used = f" (a subset of {read:,}, data.train_size)" if len(data["train"]) < read else ""
+    log(f"{name}: train {len(data['train']):,}{used}, valid {len(data['valid']):,}, test {len(data['test']):,} "
+        f"{'sentences' if isinstance(data['train'][0], TaggedSentence) else 'examples'}" if data["train"] else
+        f"{name}: no training examples")
+    if data["train"] and not isinstance(data["train"][0], TaggedSentence):
+        counts = Counter(ex.label for ex in data["train"])
+        if len(counts) <= 20:
+            log("labels in train: " + ", ".join(f"{label} {n:,}" for label, n in counts.most_common()))
+        else:
+            log(f"labels in train: {len(counts):,} distinct values")
 
 
 def label_ids(labels: list[str], examples: list[Example], where: str) -> list[int]:

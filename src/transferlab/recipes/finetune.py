@@ -237,7 +237,8 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     start = time.perf_counter()
     result = fit(model, loss, batches, train_cfg, groups=[pgroups[-1]] if unfreeze else pgroups,
                  on_epoch_start=on_epoch_start if unfreeze else None,
-                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items() if k != "per_type"},
+                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()
+                                     if k not in ("per_type", "positive")},
                  out_dir=out, config=to_dict(cfg),
                  files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs}})
     wall = time.perf_counter() - start
@@ -249,7 +250,15 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         "checkpoint": str(out / "last")}
     write_json(summary, out / "results.json")
     key = main_metric(kind, test)
-    log(f"test {key} {test[key]:.4f}  ({wall:.0f} s, {result.examples_per_s:.1f} training examples/s)")
+    valid_key = f"valid_{key}"
+    scores = [(h["epoch"] + 1, h[valid_key]) for h in result.history if valid_key in h]
+    if scores:
+        epoch, best = max(scores, key=lambda s: s[1])
+        log(f"best {valid_key} {best:.4f} after epoch {epoch} of {len(scores)}; the model kept is the last "
+            f"({scores[-1][1]:.4f})")
+    positive = f" (F1 {test['f1']:.4f} of the positive class {test['positive']!r})" if "positive" in test else ""
+    log(f"test {key} {test[key]:.4f}{positive}  ({wall:.0f} s, {result.examples_per_s:.1f} training examples/s)")
+    log(f"model written to {out / 'last'}; figures in {out / 'results.json'}")
     return summary
 
 

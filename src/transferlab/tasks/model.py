@@ -171,7 +171,7 @@ def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_
     if len(labels) == 2:
         positive = labels.index("1") if "1" in labels else 1
         result |= {"f1": metrics.binary_f1(enc.labels, pred, positive=positive),
-                   "mcc": metrics.matthews_corrcoef(enc.labels, pred)}
+                   "mcc": metrics.matthews_corrcoef(enc.labels, pred), "positive": labels[positive]}
     return result
 
 
