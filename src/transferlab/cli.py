@@ -133,6 +133,51 @@ def cmd_data(args, overrides) -> None:
 
 
 VECTOR_METHODS = ("word2vec", "fasttext", "doc2vec", "glove")
+_VECTORS = ("transferlab.recipes.pretrain_vectors", "PretrainVectorsConfig")
+PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only for --help)
+    "lm": ("next-word language model (AWD-LSTM)", ("transferlab.recipes.pretrain_lm", "PretrainLMConfig")),
+    "bilm": ("ELMo's bidirectional LM over characters", ("transferlab.recipes.pretrain_bilm", "PretrainBiLMConfig")),
+    "mlm": ("masked LM (BERT-style Transformer)",
+            ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
+    "clm": ("causal LM (GPT-style Transformer)",
+            ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
+    **{m: (f"static vectors: {m} (a WordVectors folder OUT/vectors)", _VECTORS) for m in VECTOR_METHODS},
+}
+
+
+def settings_help(cls, prefix: str = "") -> list[str]:
+    """Every field of a config dataclass as ``section.key=default``, nested sections flattened."""
+    import dataclasses
+
+    lines, own = [], []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        if dataclasses.is_dataclass(default):
+            lines += settings_help(type(default), f"{prefix}{f.name}.")
+        else:
+            own.append(f"{prefix}{f.name}={json.dumps(default) if isinstance(default, (str, bool)) else default}")
+    return ([("  " + " ".join(own))] if own else []) + lines
+
+
+class _HelpWithSettings(argparse.Action):
+    """``-h`` that also lists every setting of the objective's config (imported only when asked)."""
+
+    def __init__(self, option_strings, dest, config=None, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+        self.config = config
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import importlib
+        import textwrap
+
+        module, name = self.config
+        cls = getattr(importlib.import_module(module), name)
+        wrapped = [textwrap.fill(line, 110, subsequent_indent="    ") for line in settings_help(cls)]
+        parser.epilog += ("\n\nsettings (override any with --section.key=value; presets and --config set "
+                          "them too):\n" + "\n".join(wrapped))
+        parser.print_help()
+        parser.exit()
 
 
 def cmd_pretrain(args, overrides) -> None:
@@ -341,20 +386,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_data)
 
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
-    p.add_argument("objective", choices=["lm", "bilm", "mlm", "clm", *VECTOR_METHODS],
-                   help="lm: next-word language model (AWD-LSTM); bilm: ELMo's bidirectional LM over characters; "
-                        "mlm: masked LM (BERT-style Transformer); "
-                        "clm: causal LM (GPT-style Transformer); word2vec, fasttext, doc2vec, glove: static "
-                        "vectors (a WordVectors folder OUT/vectors)")
-    p.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
-    p.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; mlm, clm: transformer)")
-    p.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
-    p.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 CPU "
-                   "cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
-    p.add_argument("--resume", action="store_true", help="lm, bilm: continue the run in --out from its last checkpoint "
-                   "(bit-identical to an uninterrupted run); without it a folder holding a run is refused")
-    _recipe_args(p)
-    p.set_defaults(func=cmd_pretrain)
+    objectives = p.add_subparsers(dest="objective", required=True, metavar="OBJECTIVE")
+    for name, (help_text, config) in PRETRAIN_OBJECTIVES.items():
+        o = objectives.add_parser(name, help=help_text, description=help_text, allow_abbrev=False, add_help=False,
+                                  epilog="example:\n  " + EXAMPLES["pretrain"].split("\n")[0].replace(" lm ", f" {name} "),
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+        o.add_argument("-h", "--help", action=_HelpWithSettings, config=config,
+                       help="show this help, with every setting of this objective and its default")
+        o.add_argument("--corpus", help="catalog names or text files, comma-separated (data.corpus)")
+        o.add_argument("--encoder", help="encoder architecture (lm: awd_lstm; bilm: elmo; mlm, clm: transformer)")
+        o.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
+        o.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 "
+                       "CPU cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
+        o.add_argument("--resume", action="store_true", help="lm, bilm: continue the run in --out from its last "
+                       "checkpoint (bit-identical to an uninterrupted run); without it a folder holding a run is "
+                       "refused")
+        _recipe_args(o)
+        o.set_defaults(func=cmd_pretrain)
 
     p = _parser("finetune", sub, "adapt a pretrained encoder to a labeled task (texts, pairs or tagged words), "
                                  "or train it from scratch")

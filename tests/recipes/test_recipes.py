@@ -149,6 +149,16 @@ def test_every_help_shows_an_example(command, capsys):
     assert "example:" in out and f"transferlab {command}" in out
 
 
+def test_pretrain_objective_help_lists_its_settings(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "lm", "--help"])
+    out = capsys.readouterr().out
+    assert "--budget" in out and "lm.samples=0" in out and "data.held_out=0.02" in out and "resume=false" in out
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "bilm", "--help"])
+    assert "elmo.hidden_dim=2048" in capsys.readouterr().out
+
+
 def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
     from transferlab.adapt.finetune import param_groups
     from transferlab.encoders.awd_lstm import AWDLSTMConfig
