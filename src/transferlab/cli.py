@@ -388,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = _parser("pretrain", sub, "self-supervised pretraining of an encoder")
     objectives = p.add_subparsers(dest="objective", required=True, metavar="OBJECTIVE")
     for name, (help_text, config) in PRETRAIN_OBJECTIVES.items():
+        examples = [e.strip() for e in EXAMPLES["pretrain"].split("\n") if f"pretrain {name} " in e]
         o = objectives.add_parser(name, help=help_text, description=help_text, allow_abbrev=False, add_help=False,
-                                  epilog="example:\n  " + EXAMPLES["pretrain"].split("\n")[0].replace(" lm ", f" {name} "),
+                                  epilog="example:\n  " + "\n  ".join(examples),
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
         o.add_argument("-h", "--help", action=_HelpWithSettings, config=config,
                        help="show this help, with every setting of this objective and its default")
