@@ -17,6 +17,8 @@ from transferlab.config import PRESET_DIR, ConfigError, load_config, merge, read
 EXAMPLES = {
     "data": "transferlab data list\n  transferlab data build general-en",
     "pretrain": "transferlab pretrain lm --corpus ptb --encoder awd_lstm --preset small\n"
+                "  transferlab pretrain lm --budget 1h --out runs/lm-1h   # then the same with --resume after a stop\n"
+                "  transferlab pretrain mlm --budget 1h --out runs/mlm-1h\n"
                 "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
                 "  transferlab pretrain bilm --corpus general-en --preset small --out runs/elmo\n"
                 "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
