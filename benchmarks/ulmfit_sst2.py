@@ -64,6 +64,7 @@ def main() -> None:
     ap.add_argument("--all-seeds", default=None,
                     help="seeds for the all-labels cells (each run is long on a CPU); default --seeds")
     ap.add_argument("--no-ablations", action="store_true", help="skip the ablation cells at 1,000 labels")
+    ap.add_argument("--record", default="ulmfit_sst2", help="the results/NAME.json to write")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -113,7 +114,7 @@ def main() -> None:
     for name in ("100", "1000", "all"):
         a, b = figures[f"acc_{name}_ulmfit"], figures[f"acc_{name}_scratch"]
         figures[f"gain_{name}_points"] = None if a is None or b is None else 100 * (a - b)
-    write_result("ulmfit_sst2", figures, seeds=seeds_per_cell, std=std, pretrained=args.pretrained,
+    write_result(args.record, figures, seeds=seeds_per_cell, std=std, pretrained=args.pretrained,
                  preset=args.preset,
                  runs=sorted(finished.values(), key=lambda r: (r["size"], r["method"], r["seed"])))
 
