@@ -32,6 +32,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import Tensor, nn
 
+from transferlab.config import ConfigError
+
 MODEL = "model.safetensors"
 CONFIG = "config.json"
 STATE = "state.json"
@@ -128,6 +130,14 @@ def has_checkpoint(path: str | Path) -> bool:
     """Whether ``path`` holds a checkpoint (or its backup, left by a crash between renames)."""
     path = Path(path)
     return (path / MODEL).exists() or (_old_path(path) / MODEL).exists()
+
+
+def check_run_folder(out: str | Path, resume: bool) -> None:
+    """A run folder that holds a run is continued only when asked (``--resume``), never silently."""
+    last = Path(out) / "last"
+    if has_checkpoint(last) and not resume:
+        raise ConfigError(f"{out} holds a run (its last checkpoint is {last}): pass --resume to continue it, "
+                          f"or choose another --out")
 
 
 def unwrap(model: nn.Module) -> nn.Module:

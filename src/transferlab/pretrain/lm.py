@@ -320,15 +320,10 @@ def train_flops_per_token(model: nn.Module, vocab_size: int, samples: int = 0) -
     emb = {id(p) for p in model.encoder.embedding.parameters()}
     weights = sum(p.numel() for p in model.encoder.parameters() if p.dim() >= 2 and id(p) not in emb)
     if samples:
-        scored = float(-torch.expm1(samples * torch.log1p(-torch.exp(
-            _log_prob(torch.arange(vocab_size), vocab_size)))).sum()) + 1.0
+        scored = float(_log_expected(torch.arange(vocab_size), vocab_size, samples).exp().sum()) + 1.0
     else:
         scored = float(vocab_size)
     return 6.0 * (weights + scored * model.decoder.in_features)
-
-
-def _log_prob(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    return torch.log(torch.log1p(1.0 / (ids.double() + 1.0)) / math.log(vocab_size + 1))
 
 
 def sampled_cross_entropy(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from transferlab.checkpoint import has_checkpoint
+from transferlab.checkpoint import check_run_folder
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.log import log
@@ -51,9 +51,7 @@ class PretrainBiLMConfig:
 def run(cfg: PretrainBiLMConfig) -> dict:
     torch.manual_seed(cfg.train.seed)
     out = Path(cfg.out)
-    if has_checkpoint(out / "last") and not cfg.resume:
-        raise ConfigError(f"{out} holds a run (its last checkpoint is {out / 'last'}): pass --resume to continue "
-                          f"it, or choose another --out")
+    check_run_folder(out, cfg.resume)
     vocab, streams = encode_lm_corpus(cfg.data, tokenizer(cfg.text), out)
     elmo_cfg = dataclasses.replace(cfg.elmo, vocab_size=len(vocab), pad_id=vocab.pad_id)
     model = BiLM(ELMo(elmo_cfg, vocab.itos), len(vocab))

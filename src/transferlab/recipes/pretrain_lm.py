@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from transferlab.checkpoint import has_checkpoint
+from transferlab.checkpoint import check_run_folder
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
 from transferlab.log import log
@@ -53,9 +53,7 @@ class PretrainLMConfig:
 def run(cfg: PretrainLMConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
-    if has_checkpoint(out / "last") and not cfg.resume:
-        raise ConfigError(f"{out} holds a run (its last checkpoint is {out / 'last'}): pass --resume to continue "
-                          f"it, or choose another --out")
+    check_run_folder(out, cfg.resume)
     vocab, streams = encode_lm_corpus(cfg.data, tokenizer(cfg.text), out)
     model = build_lm(cfg.awd_lstm, len(vocab))
     loss = LMLoss(alpha=cfg.lm.alpha, beta=cfg.lm.beta, samples=cfg.lm.samples)
