@@ -25,3 +25,13 @@ def _few_threads():
     import torch
 
     torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> Path:
+    """A small text file of 600 lines for language-model tests (a test module may define its own)."""
+    words = "the a movie film plot was it good bad great dull fun and of to in".split()
+    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
+    path.write_text("\n".join(f"line {i} " + " ".join(words[(i * 5 + j) % len(words)] for j in range(8))
+                              for i in range(600)) + "\n", encoding="utf-8")
+    return path

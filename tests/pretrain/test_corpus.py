@@ -7,17 +7,6 @@ import pytest
 
 from transferlab.pretrain.corpus import LMDataConfig, lm_texts
 
-WORDS = "the a movie film plot was it good bad great dull fun and of to in".split()
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
-    path.write_text("\n".join(f"line {i} " + " ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(8))
-                              for i in range(600)) + "\n", encoding="utf-8")
-    return path
-
-
 def test_a_user_corpus_holds_out_lines_for_valid_and_test(corpus):
     d = LMDataConfig(corpus=str(corpus), held_out=0.1)
     texts = {split: list(lines) for split, lines in lm_texts(d).items()}

@@ -15,17 +15,6 @@ from safetensors.torch import load_file
 
 from transferlab import cli
 
-WORDS = "the a movie film plot was it good bad great dull fun and of to in".split()
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lm") / "corpus.txt"
-    path.write_text("\n".join(f"line {i} " + " ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(8))
-                              for i in range(600)) + "\n", encoding="utf-8")
-    return path
-
-
 def _args(corpus, out, *extra):
     return ["pretrain", "lm", "--corpus", str(corpus), "--preset", "tiny", "--out", str(out),
             "--train.steps=40", "--train.save_every=5", "--train.progress=false", "--lm.samples=16", *extra]
