@@ -165,8 +165,8 @@ class TorchLSTMRunner(Runner):
             def forward(self, x, state):
                 h = self.emb(x)
                 new = []
-                for l, rnn in enumerate(self.rnns):
-                    h, s = rnn(h, None if state is None else state[l])
+                for i, rnn in enumerate(self.rnns):
+                    h, s = rnn(h, None if state is None else state[i])
                     new.append(s)
                 return self.dec(h), new
 

@@ -32,11 +32,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
-from transferlab.config import load_config, read_toml  # noqa: E402
+from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune  # noqa: E402
 
 TASKS = {"sst2": ("test_accuracy", 64), "stsb": ("test_spearman", 128), "conll2003": ("test_entity_f1", 128)}
-CONFIGS = Path(finetune.__file__).parent.parent / "configs"
 
 
 def lm_checkpoint(out: Path) -> str:
@@ -60,10 +59,9 @@ def run(encoder: str, task: str, adapt: str, size: int, out: Path, lm: str) -> d
     if adapt == "features":
         common += ["train.epochs=10"]
     if encoder == "minilm-l6":
-        cfg = load_config(finetune.FinetuneConfig, None, ['encoder="minilm-l6"', *common],
-                          base=read_toml(CONFIGS / "defaults_hf.toml"))
+        cfg = finetune.load_finetune_config(None, ['encoder="minilm-l6"', *common])
     else:
-        cfg = load_config(finetune.FinetuneConfig, "small", [
+        cfg = finetune.load_finetune_config("small", [
             'encoder="awd_lstm"', f'pretrained="{lm}"', f'lm_finetune.out="{out / f"lm-{task}"}"',
             "lm_finetune.train.progress=false", "lm_finetune.train.log_every=0", *common], kind="finetune")
     lm_done = (out / f"lm-{task}" / "results.json").exists()

@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
-from transferlab.config import load_config, read_toml  # noqa: E402
 from transferlab.recipes import finetune  # noqa: E402
 
 # task -> (epochs, max_len, the figure's name, the summary key it reads)
@@ -43,11 +42,9 @@ def run_task(task: str, out: Path, precision: str) -> dict:
     if done.exists():
         return json.loads(done.read_text())
     epochs, max_len, _, _ = TASKS[task]
-    defaults = read_toml(Path(finetune.__file__).parent.parent / "configs" / "defaults_hf.toml")
-    cfg = load_config(finetune.FinetuneConfig, None, [
+    cfg = finetune.load_finetune_config(None, [
         'encoder="minilm-l6"', f'data.task="{task}"', f"data.max_len={max_len}", f"train.epochs={epochs}",
-        "train.threads=2", f'train.precision="{precision}"', "train.log_every=100", f'out="{out / task}"'],
-        base=defaults)
+        "train.threads=2", f'train.precision="{precision}"', "train.log_every=100", f'out="{out / task}"'])
     return finetune.run(cfg)
 
 

@@ -34,7 +34,6 @@ from common import write_result  # noqa: E402
 
 import torch  # noqa: E402
 
-from transferlab.config import load_config, read_toml  # noqa: E402
 from transferlab.data import catalog  # noqa: E402
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -53,13 +52,12 @@ def write_tsv(path: Path, rows) -> str:
 
 def ours(train: str, valid: str, test: str, out: Path, precision: str) -> dict:
     shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one
-    defaults = read_toml(Path(finetune.__file__).parent.parent / "configs" / "defaults_hf.toml")
-    cfg = load_config(finetune.FinetuneConfig, None, [
+    cfg = finetune.load_finetune_config(None, [
         'encoder="minilm-l6"', f'data.train="{train}"', f'data.valid="{valid}"', f'data.test="{test}"',
         'data.task=""', 'data.text_col="sentence"', f"data.max_len={MAX_LEN}", f"data.batch_size={BATCH}",
         f"train.lr={LR}", "train.epochs=1", 'train.schedule="linear"', "train.warmup=0",
         "train.weight_decay=0", "train.beta2=0.999", "train.clip=1.0", f"train.seed={SEED}", "train.threads=2",
-        f'train.precision="{precision}"', "train.log_every=0", f'out="{out}"'], base=defaults)
+        f'train.precision="{precision}"', "train.log_every=0", f'out="{out}"'])
     s = finetune.run(cfg)
     return {"examples_per_s": s["train_examples_per_s"], "acc": s["test_accuracy"], "wall_s": s["wall_s"]}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
-from transferlab.config import load_config, read_toml  # noqa: E402
+from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_transformer  # noqa: E402
 
 
@@ -40,12 +40,10 @@ def classify(checkpoint: str, seed: int, reinit: bool, out: Path, labels: int) -
     done = out / "results.json"
     if done.exists():
         return json.loads(done.read_text())
-    defaults = read_toml(Path(finetune.__file__).parent.parent / "configs" / "defaults_transformer.toml")
-    cfg = load_config(finetune.FinetuneConfig, None, [
+    cfg = finetune.load_finetune_config(None, [
         'encoder="transformer"', f'pretrained="{checkpoint}"', f"reinit={str(reinit).lower()}",
         'data.task="sst2"', f"data.train_size={labels}", f"data.subset_seed={seed}", "data.max_len=64",
-        "train.epochs=10", f"train.seed={seed}", "train.threads=2", "train.log_every=0", f'out="{out}"'],
-        base=defaults)
+        "train.epochs=10", f"train.seed={seed}", "train.threads=2", "train.log_every=0", f'out="{out}"'])
     return finetune.run(cfg)
 
 

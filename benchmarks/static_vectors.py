@@ -11,7 +11,8 @@
    the progress bar, the artifact. ``wrapper_overhead`` is the worst ratio of medians over
    ``--repeats`` runs of each side (alternating which side goes first; gensim's threads make
    single runs vary by 10-20%); ``wrapper_overhead_same_train`` is the worst ratio with the
-   shared gensim ``train`` call's time taken out (see :func:`trainers`). Our GloVe runs on the same corpora (no gensim twin).
+   shared gensim ``train`` call's time taken out (see :func:`trainers`). Our GloVe runs on the
+   same corpora (no gensim twin).
    Each row: wall time, words per second, WordSim-353, SimLex-999 and analogy accuracy.
 2. **glove**: our GloVe against mittens on one co-occurrence matrix (``glove_vs_mittens.py``).
 3. **downstream**: SST-2 and AG News with 1,000 labels (subset seeds 0-2): the fastText-style
@@ -34,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
-from transferlab.config import load_config, read_toml  # noqa: E402
+from transferlab.config import load_config  # noqa: E402
 from transferlab.data import catalog  # noqa: E402
 from transferlab.eval.intrinsic import evaluate  # noqa: E402
 from transferlab.text.tokenize import whitespace_tokenize, word_tokenize  # noqa: E402
@@ -201,14 +202,13 @@ def fasttext_classifier(task: str, vectors: str, seed: int, out: Path) -> float:
     done = out / "results.json"
     if done.exists():
         return json.loads(done.read_text())["test_accuracy"]
-    defaults = read_toml(Path(finetune.__file__).parent.parent / "configs" / "defaults_fasttext.toml")
     overrides = ['encoder="fasttext"', f'data.task="{task}"', "data.train_size=1000", f"data.subset_seed={seed}",
                  f"train.seed={seed}", "train.threads=2", "train.log_every=0", "train.progress=false", f'out="{out}"']
     if vectors:
         overrides.append(f'vectors="{vectors}"')
     else:
         overrides.append("fasttext.dim=50")
-    return finetune.run(load_config(finetune.FinetuneConfig, None, overrides, base=defaults))["test_accuracy"]
+    return finetune.run(finetune.load_finetune_config(None, overrides))["test_accuracy"]
 
 
 def downstream(out: Path, seeds: list[int]) -> dict:

@@ -24,7 +24,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_result  # noqa: E402
 
-from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune  # noqa: E402
 
 ABLATIONS = {"no_discr": "ulmfit.discriminative=false", "no_stlr": "ulmfit.stlr=false",
@@ -85,7 +84,7 @@ def main() -> None:
             overrides += [f"awd_lstm.{k}={arch[k]}" for k in ("dim", "hidden_dim", "n_layers")]
         if method in ABLATIONS:
             overrides.append(ABLATIONS[method])
-        cfg = load_config(finetune.FinetuneConfig, args.preset, overrides, kind="finetune")
+        cfg = finetune.load_finetune_config(args.preset, overrides)
         summary = finetune.run(cfg)
         row = {"method": method, "size": size, "seed": seed, "test_accuracy": summary["test_accuracy"],
                "wall_s": summary["wall_s"], "train_size": summary["train_size"]}

@@ -87,3 +87,26 @@ def test_demo_preset_is_the_small_one_for_fewer_steps():
     small, demo = (load_config(PretrainLMConfig, name, kind="lm") for name in ("small", "demo"))
     assert demo.train.steps < small.train.steps
     assert demo.awd_lstm == small.awd_lstm and demo.data == small.data
+
+
+def test_config_file_goes_over_the_preset_and_under_the_overrides(tmp_path):
+    (tmp_path / "preset.toml").write_text('name = "preset"\n[inner]\nsteps = 7\nlr = 0.5\n')
+    (tmp_path / "mine.toml").write_text('name = "file"\n[inner]\nsteps = 8\n')
+    cfg = load_config(Outer, tmp_path / "preset.toml", ["inner.steps=9"], config_file=tmp_path / "mine.toml")
+    assert (cfg.name, cfg.inner.steps, cfg.inner.lr) == ("file", 9, 0.5)
+
+
+def test_finetune_config_layers(tmp_path):
+    """family defaults < preset < the features rate < --config < overrides, one function for the
+    CLI, `curve` and the benchmarks."""
+    from transferlab.recipes.finetune import FEATURES_DEFAULTS, load_finetune_config
+
+    hf = load_finetune_config(None, ['encoder="minilm-l6"'])
+    assert hf.train.lr == 5e-5 and hf.train.schedule == "linear"  # configs/defaults_hf.toml
+    assert load_finetune_config("small", []).train.lr == 1e-2  # the AWD-LSTM preset
+    features = load_finetune_config("small", ['adapt="features"'])
+    assert features.train.lr == FEATURES_DEFAULTS["train"]["lr"] and features.awd_lstm.dim == 200
+    (tmp_path / "mine.toml").write_text('encoder = "minilm-l6"\nadapt = "features"\n[train]\nlr = 0.02\n')
+    mine = load_finetune_config(None, [], config_file=tmp_path / "mine.toml")
+    assert mine.train.lr == 0.02 and mine.train.schedule == "linear"  # the file picked the family too
+    assert load_finetune_config(None, ["train.lr=0.03"], config_file=tmp_path / "mine.toml").train.lr == 0.03

@@ -1,4 +1,4 @@
-"""The code passes ruff, configured in pyproject.toml ([tool.ruff]): pycodestyle and pyflakes."""
+"""src, tests and benchmarks pass ruff, configured in pyproject.toml ([tool.ruff]): pycodestyle and pyflakes."""
 
 from __future__ import annotations
 
@@ -24,5 +24,6 @@ def test_ruff_check_passes():
     ruff = _ruff()
     if ruff is None:
         pytest.skip("ruff is not installed (pip install -e '.[test]' installs it)")
-    result = subprocess.run([*ruff, "check", "--no-cache", "src", "tests"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([*ruff, "check", "--no-cache", "src", "tests", "benchmarks"], cwd=ROOT,
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

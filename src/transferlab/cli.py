@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from transferlab.config import PRESET_DIR, ConfigError, load_config, merge, read_toml
+from transferlab.config import ConfigError, load_config
 
 EXAMPLES = {
     "data": "transferlab data list\n  transferlab data build general-en",
@@ -97,20 +97,23 @@ def _recipe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (train.seed)")
 
 
-def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], defaults: dict | None = None,
-          seed_key: str = "train.seed"):
+def _flags(args, overrides: list[str], shortcuts: dict[str, object], seed_key: str = "train.seed") -> list[str]:
+    """The command's shortcut flags (``--corpus``, ``--out``, ``--seed`` ...) as dotted overrides,
+    before the user's own ``--a.b=value`` ones."""
     extra = [f"{key}={json.dumps(value)}" for key, value in shortcuts.items() if value is not None]
     if args.out:
         extra.append(f"out={json.dumps(args.out)}")
     if args.seed is not None:
         extra.append(f"{seed_key}={args.seed}")
-    base = dict(defaults or {})
-    if args.config:
-        base = merge(base, read_toml(args.config))
     for flag in overrides:
         if not flag.startswith("--") or "=" not in flag:
             raise ConfigError(f"unrecognized argument {flag!r}: overrides look like --train.lr=3e-4")
-    return load_config(cls, args.preset, extra + overrides, base=base, kind=kind)
+    return extra + overrides
+
+
+def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], seed_key: str = "train.seed"):
+    return load_config(cls, args.preset, _flags(args, overrides, shortcuts, seed_key), kind=kind,
+                       config_file=args.config)
 
 
 def cmd_data(args, overrides) -> None:
@@ -224,25 +227,12 @@ def cmd_pretrain(args, overrides) -> None:
 
 
 def cmd_finetune(args, overrides) -> None:
-    from transferlab.encoders.backbone import family
     from transferlab.recipes import finetune
 
-    # the encoder family's defaults (configs/defaults_<family>.toml) go under the user's preset
-    encoder = args.encoder or _override(overrides, "encoder") or "awd_lstm"
-    defaults = PRESET_DIR / f"defaults_{family(encoder)}.toml"
-    cfg = _load(finetune.FinetuneConfig, args, overrides, "finetune",
-                _task_data(args) | {"data.train_size": args.labels, "pretrained": args.pretrained,
-                                    "encoder": args.encoder, "vectors": args.vectors},
-                defaults=read_toml(defaults) if defaults.exists() else None)
+    cfg = finetune.load_finetune_config(args.preset, _flags(args, overrides, _task_data(args) | {
+        "data.train_size": args.labels, "pretrained": args.pretrained, "encoder": args.encoder,
+        "vectors": args.vectors}), config_file=args.config)
     print(json.dumps(finetune.run(cfg), indent=2))
-
-
-def _override(overrides: list[str], key: str) -> str | None:
-    """The value of ``--key=value`` among the dotted overrides, if given."""
-    for flag in overrides:
-        if flag.startswith(f"--{key}="):
-            return flag.split("=", 1)[1].strip('"')
-    return None
 
 
 def _saved_columns(model: str) -> dict:

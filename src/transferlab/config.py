@@ -139,17 +139,25 @@ def preset_path(name: str | Path, kind: str = "") -> Path:
     return PRESET_DIR / (f"{name}_{kind}.toml" if kind else f"{name}.toml")
 
 
+def preset_table(preset: str | Path | None, kind: str = "") -> dict:
+    """A preset's settings (and what it ``extends``); ``{}`` for no preset; an unknown name is a
+    ConfigError that lists the presets of this kind."""
+    if preset is None or preset == "":
+        return {}
+    path = preset_path(preset, kind)
+    if not path.exists():
+        available = sorted(p.stem.removesuffix(f"_{kind}") for p in PRESET_DIR.glob(f"*_{kind}.toml"))
+        raise ConfigError(f"preset {str(preset)!r} not found at {path} (presets: {', '.join(available)})")
+    return read_preset(path, kind)
+
+
 def load_config(cls: type[T], preset: str | Path | None = None, overrides: list[str] = (),
-                base: dict | None = None, kind: str = "") -> T:
-    """Defaults, then ``base``, then the preset file (and what it ``extends``), then
-    ``--a.b=value`` overrides."""
-    data = dict(base or {})
-    if preset is not None:
-        path = preset_path(preset, kind)
-        if not path.exists():
-            available = sorted(p.stem.removesuffix(f"_{kind}") for p in PRESET_DIR.glob(f"*_{kind}.toml"))
-            raise ConfigError(f"preset {str(preset)!r} not found at {path} (presets: {', '.join(available)})")
-        data = merge(data, read_preset(path, kind))
+                base: dict | None = None, kind: str = "", config_file: str | Path | None = None) -> T:
+    """Defaults, then ``base``, then the preset file (and what it ``extends``), then the
+    ``config_file`` (``--config``), then ``--a.b=value`` overrides."""
+    data = merge(dict(base or {}), preset_table(preset, kind))
+    if config_file:
+        data = merge(data, read_toml(config_file))
     return from_dict(cls, apply_overrides(data, list(overrides)))
 
 

@@ -177,7 +177,7 @@ def test_feature_extraction_trains_only_the_mix_and_the_head(data, tmp_path, sha
     from transferlab.tasks.loading import load_task_model
 
     encoder = _minilm()
-    summary = _finetune(data, tmp_path, shape, encoder, "--adapt=features", "--train.epochs=8", "--features_lr=1e-2")
+    summary = _finetune(data, tmp_path, shape, encoder, "--adapt=features", "--train.epochs=8", "--train.lr=1e-2")
     key = "test_entity_f1" if shape == "tag" else "test_accuracy"
     assert summary["adapt"] == "features" and summary[key] > 0.8
     trained = load_checkpoint(summary["checkpoint"]).weights
@@ -220,7 +220,7 @@ def test_word_vectors_as_the_encoder_frozen_or_trained(data, tmp_path, shared_da
     from transferlab.tasks.loading import load_task_model
 
     frozen = _finetune(data, tmp_path, "cls", "glove-6b-50d", "--adapt=features", "--train.epochs=8",
-                       "--features_lr=1e-2")
+                       "--train.lr=1e-2")
     assert frozen["test_accuracy"] > 0.8  # good/great vs bad/awful: GloVe separates them
     predictor = load_task_model(frozen["checkpoint"])
     assert predictor.backbone.family == "static" and predictor.model.encoder.used == [0]

@@ -192,18 +192,11 @@ def cell_config(cfg: CurveConfig, name: str, method: dict, size: int, seed: int,
     preset = method.pop("preset", cfg.preset) or None
     # step logs off (the curve's bar shows progress) unless the method or the user turns them on
     overrides = ["train.log_every=0", *_flatten(method), *_data_overrides(cfg.data), *cfg.finetune]
-    encoder = "awd_lstm"
-    for flag in overrides:
-        path, value = parse_override(flag)
-        if path == ["encoder"]:
-            encoder = str(value)
-    defaults = PRESET_DIR / f"defaults_{family(encoder)}.toml"
     cell = Path(cfg.out) / "cells" / f"{name}-{size}-{seed}"
     overrides += [f"data.train_size={size}", f"data.subset_seed={seed}", f"train.seed={seed}",
                   f"out={json.dumps(str(cell))}", "train.progress=false", "lm_finetune.train.progress=false"]
     try:
-        ft = load_config(finetune.FinetuneConfig, preset, overrides,
-                         base=read_toml(defaults) if defaults.exists() else None, kind="finetune")
+        ft = finetune.load_finetune_config(preset, overrides)
     except ConfigError as e:
         raise ConfigError(f"method {name}: {e}") from None
     if ft.pretrained and family(ft.encoder) == "awd_lstm" and not ft.lm_finetune.out:

@@ -24,7 +24,8 @@ from typing import Literal
 import torch
 
 from transferlab.adapt.finetune import freeze_to, param_groups, unfreeze_schedule
-from transferlab.config import to_dict, write_json
+from transferlab.config import (PRESET_DIR, apply_overrides, from_dict, merge, preset_table, read_toml, to_dict,
+                                write_json)
 from transferlab.data.batching import Batches
 from transferlab.data.examples import PairExample
 from transferlab.data.tasks import TaskDataConfig, all_texts, load_task
@@ -79,10 +80,9 @@ class FinetuneConfig:
     subword: bb.SubwordConfig = field(default_factory=bb.SubwordConfig)
     scratch_min_freq: int = 1
     # finetune: the whole encoder trains (with the ULMFiT techniques); features: it is frozen and
-    # read through ELMo's learned scalar mix of its layers, only the mix and the head train, and
-    # each sequence's layers are computed once (kept up to features_cache_gb)
+    # read through ELMo's learned scalar mix of its layers, only the mix and the head train (at
+    # train.lr, FEATURES_DEFAULTS unless set), each sequence's layers computed once (up to features_cache_gb)
     adapt: Literal["finetune", "features"] = "finetune"
-    features_lr: float = 1e-3  # adapt=features: the mix's and head's learning rate (train.lr is the encoder's)
     features_cache_gb: float = 4.0
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
@@ -90,6 +90,27 @@ class FinetuneConfig:
     task: TaskConfig = field(default_factory=TaskConfig)
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, epochs=6, schedule="slanted_triangular"))
     out: str = "runs/finetune"
+
+
+# under --adapt=features only the scalar mix and the head train: a head's rate, not a fine-tuning one
+FEATURES_DEFAULTS = {"train": {"lr": 1e-3}}
+
+
+def load_finetune_config(preset: str | None = None, overrides: list[str] = (),
+                         config_file: str | Path | None = None) -> FinetuneConfig:
+    """The one resolution of a finetune config (the CLI, ``curve`` and the benchmarks call it),
+    each layer over the one before: the dataclass defaults; the encoder family's
+    (``configs/defaults_<family>.toml``); the preset; under ``adapt=features`` the features
+    learning rate (:data:`FEATURES_DEFAULTS`); the ``--config`` file; the ``--a.b=value`` overrides.
+    The encoder and adapt mode are read from the user's layers first, since they pick the others."""
+    preset_data = preset_table(preset, "finetune")
+    file_data = read_toml(config_file) if config_file else {}
+    chosen = apply_overrides(merge(preset_data, file_data), list(overrides))
+    defaults = PRESET_DIR / f"defaults_{bb.family(str(chosen.get('encoder', 'awd_lstm')))}.toml"
+    data = merge(read_toml(defaults) if defaults.exists() else {}, preset_data)
+    if chosen.get("adapt") == "features":
+        data = merge(data, FEATURES_DEFAULTS)
+    return from_dict(FinetuneConfig, apply_overrides(merge(data, file_data), list(overrides)))
 
 
 # --- the encoder ---------------------------------------------------------------------------------
@@ -192,8 +213,7 @@ def optimizer_groups(cfg: FinetuneConfig, model, b: bb.Backbone) -> tuple[list, 
     groups = list(model.encoder.layer_groups()) + [model.head]  # features: the scalar mix, then the head
     u = cfg.ulmfit
     tuned = b.pretrained and cfg.adapt == "finetune"
-    lr = cfg.train.lr if cfg.adapt == "finetune" else cfg.features_lr
-    pgroups = param_groups(groups[:-1], lr, u.decay if (u.discriminative and tuned) else 1.0, head=groups[-1])
+    pgroups = param_groups(groups[:-1], cfg.train.lr, u.decay if (u.discriminative and tuned) else 1.0, head=groups[-1])
     if cfg.adapt == "features":
         mixed = model.encoder.used
         log(f"features: the encoder is frozen; a scalar mix of its layers {mixed} (of {model.encoder.n_layers}) "
