@@ -288,8 +288,7 @@ class _Run:
         self.seconds = 0.0
         self.saved_step = -1
         self.saved_at = time.monotonic()
-        self.average: dict[str, Tensor] | None = None  # running mean of the weights (average="nt")
-        self.n_averaged = 0
+        self.average = _WeightAverage()  # NT-ASGD's running mean of the weights (average="nt")
         self.log = _Log(out, trainer.cfg, trainer.total_steps, show=rank == 0)
 
     # --- resume -----------------------------------------------------------------------------
@@ -307,8 +306,7 @@ class _Run:
         if self.scaler is not None and st.get("scaler"):
             self.scaler.load_state_dict(st["scaler"])
         if st.get("average"):
-            self.average = unpack_state(st["average"]["weights"], ckpt.tensors, t.device)
-            self.n_averaged = st["average"]["n"]
+            self.average.restore(st["average"], ckpt.tensors, t.device)
         t.step, t.epoch = st["step"], st["epoch"]
         t.sync_ddp()
         self.pending_rng = st["rng"]
@@ -424,12 +422,7 @@ class _Run:
             t.optimizer.step()
         t.model.zero_grad(set_to_none=True)
         t.step += 1
-        if self.average is not None:
-            self.n_averaged += 1
-            with torch.no_grad():
-                for name, q in t.model.named_parameters():
-                    a = self.average[name]
-                    a.add_(q.detach().to(a.dtype) - a, alpha=1.0 / self.n_averaged)
+        self.average.update(t.model)
 
     def _after_step(self) -> None:
         cfg, t = self.t.cfg, self.t
@@ -451,37 +444,18 @@ class _Run:
             self._save()
 
     # --- evaluation and checkpoints ---------------------------------------------------------
-    @contextmanager
-    def _averaged(self):
-        """The model holds the averaged weights inside the block (when averaging has begun)."""
-        if self.average is None:
-            yield
-            return
-        params = dict(self.t.model.named_parameters())
-        current = {n: q.detach().clone() for n, q in params.items()}
-        with torch.no_grad():
-            for n, q in params.items():
-                q.copy_(self.average[n])
-        try:
-            yield
-        finally:
-            with torch.no_grad():
-                for n, q in params.items():
-                    q.copy_(current[n])
-
     def _eval(self) -> None:
-        with self._averaged():
+        with self.average.swapped_in(self.t.model):
             self._eval_and_keep_best()
         self._maybe_start_average()
 
     def _maybe_start_average(self) -> None:
         t, p = self.t, self.p
-        if t.cfg.average != "nt" or self.average is not None or self.metric is None:
+        if t.cfg.average != "nt" or self.average.started or self.metric is None:
             return
         sign = 1.0 if self.mode == "min" else -1.0
         if nt_triggered([sign * h[self.metric] for h in p.history], t.cfg.nt_interval):
-            self.average = {n: q.detach().clone().float() for n, q in t.model.named_parameters()}
-            self.n_averaged = 1
+            self.average.start(t.model)
             self.log.write({"step": t.step, "epoch": t.epoch, "event": "averaging starts"})
 
     def _eval_and_keep_best(self) -> None:
@@ -529,9 +503,8 @@ class _Run:
         tensors: dict[str, Tensor] = {}
         if hasattr(self.loss_fn, "state_dict"):
             state["loss_state"], tensors = pack_state(self.loss_fn.state_dict(), "loss")
-        if self.average is not None:
-            weights, avg_tensors = pack_state(self.average, "average")
-            state["average"] = {"weights": weights, "n": self.n_averaged}
+        if self.average.started:
+            state["average"], avg_tensors = self.average.pack()
             tensors = tensors | avg_tensors
         save_checkpoint(self.out / "last", t.model, config=self.config, files=self.files,
                         optimizer=t.optimizer, state=state, tensors=tensors or None)
@@ -544,6 +517,59 @@ class _Run:
 
 
 _END = object()
+
+
+class _WeightAverage:
+    """The running mean of the weights since the NT-ASGD trigger (Merity et al. 2017, section 3):
+    updated after every optimizer step, swapped into the model for evaluation and the ``best``
+    checkpoint, saved in ``last`` so a resumed run averages on exactly."""
+
+    def __init__(self):
+        self.weights: dict[str, Tensor] | None = None
+        self.n = 0
+
+    @property
+    def started(self) -> bool:
+        return self.weights is not None
+
+    def start(self, model: nn.Module) -> None:
+        self.weights = {n: q.detach().clone().float() for n, q in model.named_parameters()}
+        self.n = 1
+
+    def update(self, model: nn.Module) -> None:
+        if self.weights is None:
+            return
+        self.n += 1
+        with torch.no_grad():
+            for name, q in model.named_parameters():
+                a = self.weights[name]
+                a.add_(q.detach().to(a.dtype) - a, alpha=1.0 / self.n)
+
+    @contextmanager
+    def swapped_in(self, model: nn.Module):
+        """The model holds the averaged weights inside the block (once averaging has begun)."""
+        if self.weights is None:
+            yield
+            return
+        params = dict(model.named_parameters())
+        current = {n: q.detach().clone() for n, q in params.items()}
+        with torch.no_grad():
+            for n, q in params.items():
+                q.copy_(self.weights[n])
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for n, q in params.items():
+                    q.copy_(current[n])
+
+    def pack(self) -> tuple[dict, dict[str, Tensor]]:
+        weights, tensors = pack_state(self.weights, "average")
+        return {"weights": weights, "n": self.n}, tensors
+
+    def restore(self, state: dict, tensors: dict[str, Tensor], device) -> None:
+        self.weights = unpack_state(state["weights"], tensors, device)
+        self.n = state["n"]
 
 
 def _count(batch: dict) -> tuple[int, int]:

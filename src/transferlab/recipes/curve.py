@@ -21,14 +21,10 @@ Writes ``OUT/curve.png`` (score against labels, log scale, mean and ±1 std band
 sample-efficiency summary: for each method the smallest size at which it reaches what
 ``scratch`` reaches with all labels, and how many times fewer labels that is).
 
-Time on 2 CPU cores (AMD EPYC, fp32) for the default sizes, seeds and methods on SST-2 (60,614
-training phrases), measured by ``benchmarks/curve_sst2.py`` (``benchmarks/RESULTS.md``): the 90
-cells of 50-2,000 labels about 45 minutes in all (AWD-LSTM and features cells 7-25 s, fine-tuned
-MiniLM 80-125 s); the 15 cells with all labels about 3.4 hours (a cell: scratch 9-11 minutes,
-glove 5.5, ulmfit 7, features 10-12, MiniLM 33-38); the PTB pretraining and the LM fine-tuning
-once, about 70 minutes in fp32 beside other work (15 with native bf16): 5.3 hours in all, resumable at
-any point. Leave ``all`` out of ``--sizes`` for a curve in about an
-hour; ``--preset tiny`` makes the AWD-LSTM cells seconds.
+How long a curve takes (about 45 minutes up to 2,000 labels on SST-2 on 2 CPU cores, hours with
+all labels) is measured in ``benchmarks/RESULTS.md`` (the SST-2 learning curve section). Leave
+``all`` out of ``--sizes`` for a curve in about an hour; ``--preset tiny`` makes the AWD-LSTM
+cells seconds.
 """
 
 from __future__ import annotations

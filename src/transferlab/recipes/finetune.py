@@ -221,6 +221,19 @@ def optimizer_groups(cfg: FinetuneConfig, model, b: bb.Backbone) -> tuple[list, 
     return groups, pgroups, u.gradual_unfreeze and tuned
 
 
+def gradual_unfreezing(groups: list, pgroups: list[dict]):
+    """``on_epoch_start`` for ULMFiT's gradual unfreezing: at epoch e the top e+1 layer groups
+    train, each group's optimizer entry added when it first thaws (section 3.2)."""
+    def on_epoch_start(epoch: int, trainer) -> None:
+        n = unfreeze_schedule(epoch, len(groups), True)
+        freeze_to(groups, n)
+        present = {g.get("name") for g in trainer.optimizer.param_groups}
+        for g in pgroups[len(pgroups) - n:]:
+            if g["name"] not in present:
+                trainer.add_group(g)
+    return on_epoch_start
+
+
 def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     kind = task_kind(cfg.task, data["train"])
     labels = label_set(kind, data["train"])
@@ -228,17 +241,7 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     sets = encode_splits(cfg, data, b, kind, labels, both)
     model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb)
     groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
-
-    def on_epoch_start(epoch: int, trainer) -> None:
-        n = unfreeze_schedule(epoch, len(groups), unfreeze)
-        freeze_to(groups, n)
-        present = {g.get("name") for g in trainer.optimizer.param_groups}
-        for g in pgroups[len(pgroups) - n:]:
-            if g["name"] not in present:
-                trainer.add_group(g)
-
-    train = sets["train"]
-    bs = cfg.data.batch_size
+    train, bs = sets["train"], cfg.data.batch_size
     extra = {} if kind == "tag" else {"labels": train.labels}
 
     def batches(epoch: int) -> Batches:
@@ -251,25 +254,28 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split), cfg.data.eval_batch_size)
 
     loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss}[kind]
-    train_cfg = schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train
     pairs = isinstance(data["train"][0], PairExample)
-    out = Path(cfg.out)
     start = time.perf_counter()
-    result = fit(model, loss, batches, train_cfg, groups=[pgroups[-1]] if unfreeze else pgroups,
-                 on_epoch_start=on_epoch_start if unfreeze else None,
+    result = fit(model, loss, batches, schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train,
+                 groups=[pgroups[-1]] if unfreeze else pgroups,
+                 on_epoch_start=gradual_unfreezing(groups, pgroups) if unfreeze else None,
                  evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()
                                      if k not in ("per_type", "positive")},
-                 out_dir=out, config=to_dict(cfg),
+                 out_dir=cfg.out, config=to_dict(cfg),
                  files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs}})
-    wall = time.perf_counter() - start
-    test = score(model, "test")
-    summary = {f"test_{k}": v for k, v in test.items()} | {
-        "kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
-        "encoder": cfg.encoder, "adapt": cfg.adapt, "pretrained": b.pretrained, "wall_s": wall, "steps": result.step,
-        "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
-        "checkpoint": str(out / "last")}
+    summary = {"kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
+               "encoder": cfg.encoder, "adapt": cfg.adapt, "pretrained": b.pretrained,
+               "wall_s": time.perf_counter() - start, "steps": result.step,
+               "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
+               "checkpoint": str(Path(cfg.out) / "last")}
+    return report(Path(cfg.out), score(model, "test"), summary, result)
+
+
+def report(out: Path, test: dict, summary: dict, result) -> dict:
+    """The test figures beside the run's summary in ``out/results.json``, and the log lines."""
+    summary = {f"test_{k}": v for k, v in test.items()} | summary
     write_json(summary, out / "results.json")
-    key = main_metric(kind, test)
+    key = main_metric(summary["kind"], test)
     valid_key = f"valid_{key}"
     scores = [(h["epoch"] + 1, h[valid_key]) for h in result.history if valid_key in h]
     if scores:
@@ -277,7 +283,8 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         log(f"best {valid_key} {best:.4f} after epoch {epoch} of {len(scores)}; the model kept is the last "
             f"({scores[-1][1]:.4f})")
     positive = f" (F1 {test['f1']:.4f} of the positive class {test['positive']!r})" if "positive" in test else ""
-    log(f"test {key} {test[key]:.4f}{positive}  ({wall:.0f} s, {result.examples_per_s:.1f} training examples/s)")
+    log(f"test {key} {test[key]:.4f}{positive}  ({summary['wall_s']:.0f} s, "
+        f"{result.examples_per_s:.1f} training examples/s)")
     log(f"model written to {out / 'last'}; figures in {out / 'results.json'}")
     return summary
 
