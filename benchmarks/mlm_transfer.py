@@ -1,15 +1,24 @@
-"""What masked-LM pretraining buys our Transformer: SST-2 with 1,000 labels, pretrained vs scratch.
+"""What masked-LM pretraining buys our Transformer: SST-2 with 1,000 labels, MRPC and CoNLL-2003
+NER, pretrained against the same model from random weights, 3 seeds.
 
-    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/mlm_transfer.py [--seeds 0,1,2]
+    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/mlm_transfer.py \\
+        [--pretrained runs/bench/mlm-1h/best] [--tasks sst2,mrpc,conll2003] [--seeds 0,1,2]
 
-1. ``transferlab pretrain mlm --corpus sotu,shakespeare --preset small`` (reused when done);
-2. ``transferlab finetune --encoder transformer --pretrained <it> --task sst2 --labels 1000`` for
-   each seed, against the same command with ``--reinit=true``: the same tokenizer and shape, random
-   weights, so the two differ only in the pretrained weights. Both at the Transformer defaults
-   (``configs/defaults_transformer.toml``) with 10 epochs over the 1,000 labels.
+1. The MLM: ``--pretrained DIR`` (default ``runs/bench/mlm-1h/best``); when that folder holds no
+   checkpoint, ``transferlab pretrain mlm --budget 1h --out runs/bench/mlm-1h`` is run first (a
+   BERT-small, 4 x 256, WordPiece 16k, on the general-en corpus: ``transferlab data build
+   general-en``); an interrupted pretraining resumes from its last checkpoint.
+2. For each task and seed, ``transferlab finetune --encoder transformer --pretrained DIR`` against
+   the same command with ``--reinit=true``: the same tokenizer and shape, random weights, so the
+   two differ only in the pretrained weights. Both at the Transformer defaults
+   (``configs/defaults_transformer.toml``: AdamW 1e-4, linear decay after 10% warm-up) with the
+   task's epochs below.
 
-Figures: ``acc_1000_pretrained`` and ``acc_1000_scratch`` (means over seeds, SST-2 test = GLUE
-dev, 872 sentences), ``gain_points``, and the MLM's validation loss and wall time.
+One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips the cells already there.
+Figures (means over seeds): ``sst2_1000_acc_pretrained``/``_scratch`` and ``gain_points`` (SST-2
+test = GLUE dev, 872 sentences; issue 17's target: gain >= +5 points), ``mrpc_f1_*`` and
+``mrpc_gain_points`` (F1 of the paraphrase class, GLUE dev), ``conll2003_f1_*`` and
+``conll2003_gain_points`` (entity F1 on the test set), the MLM's validation loss and wall time.
 """
 
 from __future__ import annotations
@@ -26,47 +35,93 @@ from common import write_result  # noqa: E402
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_transformer  # noqa: E402
 
+# task -> (labels (0 = all), epochs, max_len, the figure's name, the summary key it reads)
+TASKS = {
+    "sst2": (1000, 10, 64, "sst2_1000_acc", "test_accuracy"),
+    "mrpc": (0, 10, 128, "mrpc_f1", "test_f1"),
+    "conll2003": (0, 5, 128, "conll2003_f1", "test_entity_f1"),
+}
+METHODS = ("pretrained", "scratch")
 
-def pretrain(out: Path, corpus: str) -> dict:
-    done = out / "results.json"
-    if done.exists():
-        return json.loads(done.read_text())
-    cfg = load_config(pretrain_transformer.PretrainTransformerConfig, "small",
-                      [f'data.corpus="{corpus}"', f'out="{out}"'], kind="mlm")
-    return pretrain_transformer.run(cfg)
+
+def pretrain(checkpoint: Path) -> dict:
+    """The MLM's results.json, pretraining it (``--budget 1h``) when the folder holds none."""
+    run = checkpoint.parent
+    done = run / "results.json"
+    if not done.exists():
+        cfg = load_config(pretrain_transformer.PretrainTransformerConfig, "1h", [f'out="{run}"'], kind="mlm")
+        pretrain_transformer.run(cfg)
+    return json.loads(done.read_text())
 
 
-def classify(checkpoint: str, seed: int, reinit: bool, out: Path, labels: int) -> dict:
-    done = out / "results.json"
-    if done.exists():
-        return json.loads(done.read_text())
+def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path) -> dict:
+    labels, epochs, max_len, _, _ = TASKS[task]
     cfg = finetune.load_finetune_config(None, [
-        'encoder="transformer"', f'pretrained="{checkpoint}"', f"reinit={str(reinit).lower()}",
-        'data.task="sst2"', f"data.train_size={labels}", f"data.subset_seed={seed}", "data.max_len=64",
-        "train.epochs=10", f"train.seed={seed}", "train.threads=2", "train.log_every=0", f'out="{out}"'])
+        'encoder="transformer"', f'pretrained="{checkpoint}"', f"reinit={str(method == 'scratch').lower()}",
+        f'data.task="{task}"', f"data.train_size={labels}", f"data.subset_seed={seed}", f"data.max_len={max_len}",
+        f"train.epochs={epochs}", f"train.seed={seed}", "train.threads=2", "train.log_every=0",
+        "train.progress=false", f'out="{out}"'])
     return finetune.run(cfg)
+
+
+def finished(path: Path) -> dict[tuple, dict]:
+    rows = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a half-written line from an interrupted run: that cell runs again
+            rows[(row["task"], row["method"], row["seed"])] = row
+    return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pretrained", default="runs/bench/mlm-1h/best",
+                    help="the MLM checkpoint folder; pretrained with --budget 1h when missing")
     ap.add_argument("--out", default="runs/bench/mlm-transfer")
-    ap.add_argument("--corpus", default="sotu,shakespeare")
+    ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--labels", type=int, default=1000)
+    ap.add_argument("--record", default="mlm_transfer", help="the results/NAME.json to write")
     args = ap.parse_args()
-    out = Path(args.out)
-    mlm = pretrain(out / "mlm", args.corpus)
-    acc: dict[str, list[float]] = {"pretrained": [], "scratch": []}
-    for seed in map(int, args.seeds.split(",")):
-        for method in acc:
-            s = classify(mlm["checkpoint"], seed, method == "scratch", out / f"{method}-{seed}", args.labels)
-            acc[method].append(s["test_accuracy"])
-            print(f"{method} seed {seed}: {s['test_accuracy']:.4f}", flush=True)
-    mean = {m: statistics.mean(v) for m, v in acc.items()}
-    figures = {f"acc_{args.labels}_pretrained": mean["pretrained"], f"acc_{args.labels}_scratch": mean["scratch"],
-               "gain_points": 100 * (mean["pretrained"] - mean["scratch"]),
-               "mlm_valid_loss": mlm["valid_mlm_loss"], "mlm_wall_s": mlm["wall_s"]}
-    write_result("mlm_transfer", figures, per_seed=acc, corpus=args.corpus, mlm=mlm)
+    out, tasks = Path(args.out), args.tasks.split(",")
+    unknown = sorted(set(tasks) - set(TASKS))
+    if unknown:
+        ap.error(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASKS)}")
+    mlm = pretrain(Path(args.pretrained))
+    log = out / "runs.jsonl"
+    rows = finished(log)
+    for task in tasks:
+        for seed in map(int, args.seeds.split(",")):
+            for method in METHODS:
+                if (task, method, seed) in rows:
+                    continue
+                s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}")
+                score = s[TASKS[task][4]]
+                row = {"task": task, "method": method, "seed": seed, "score": score, "wall_s": s["wall_s"],
+                       "train_size": s["train_size"]}
+                rows[(task, method, seed)] = row
+                out.mkdir(parents=True, exist_ok=True)
+                with log.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"{task} {method} seed {seed}: {score:.4f}", flush=True)
+    figures: dict[str, float] = {}
+    per_seed: dict[str, dict[str, list[float]]] = {}
+    for task in tasks:
+        name = TASKS[task][3]
+        scores = {m: [r["score"] for (t, mm, _), r in sorted(rows.items()) if t == task and mm == m] for m in METHODS}
+        per_seed[task] = scores
+        for m in METHODS:
+            figures[f"{name}_{m}"] = statistics.mean(scores[m])
+            figures[f"{name}_{m}_sd"] = statistics.stdev(scores[m]) if len(scores[m]) > 1 else 0.0
+        gain = "gain_points" if task == "sst2" else f"{task}_gain_points"
+        figures[gain] = 100 * (figures[f"{name}_pretrained"] - figures[f"{name}_scratch"])
+        print(f"{task}: pretrained {figures[f'{name}_pretrained']:.4f} vs scratch {figures[f'{name}_scratch']:.4f}"
+              f" ({figures[gain]:+.1f} points)")
+    figures |= {"mlm_valid_loss": mlm["valid_mlm_loss"], "mlm_wall_s": mlm["wall_s"]}
+    write_result(args.record, figures, per_seed=per_seed, mlm=mlm,
+                 train_sizes={t: rows[(t, "pretrained", s)]["train_size"] for (t, m, s) in rows if m == "pretrained"})
 
 
 if __name__ == "__main__":

@@ -191,6 +191,9 @@ def cmd_pretrain(args, overrides) -> None:
 
         if args.encoder or args.init:
             raise ConfigError(f"`pretrain {args.objective}` trains static vectors: --encoder and --init do not apply")
+        if args.resume:
+            raise ConfigError(f"`pretrain {args.objective}` does not resume (gensim trains in one call): "
+                              f"run it again without --resume")
         cfg = _load(pretrain_vectors.PretrainVectorsConfig, args, overrides, "vectors",
                     {"method": args.objective, "data.corpus": args.corpus})
         print(json.dumps(pretrain_vectors.run(cfg), indent=2))
@@ -222,7 +225,8 @@ def cmd_pretrain(args, overrides) -> None:
         raise ConfigError(f"`pretrain {args.objective}` trains our Transformer (--encoder transformer); "
                           f"to continue from a pretrained model use --init {args.encoder}")
     cfg = _load(pretrain_transformer.PretrainTransformerConfig, args, overrides, args.objective,
-                {"objective": args.objective, "data.corpus": args.corpus, "init": args.init})
+                {"objective": args.objective, "data.corpus": args.corpus, "init": args.init,
+                 "resume": args.resume or None})
     print(json.dumps(pretrain_transformer.run(cfg), indent=2))
 
 
@@ -391,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
         o.add_argument("--init", help="mlm: continue pretraining this model (minilm-l6, a folder, a hub id)")
         o.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 "
                        "CPU cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
-        o.add_argument("--resume", action="store_true", help="lm, bilm: continue the run in --out from its last "
+        o.add_argument("--resume", action="store_true", help="continue the run in --out from its last "
                        "checkpoint (bit-identical to an uninterrupted run); without it a folder holding a run is "
                        "refused")
         _recipe_args(o)

@@ -66,6 +66,31 @@ def test_killed_runs_resume_bit_identical_to_an_uninterrupted_one(corpus, tmp_pa
     print(f"[soak] {len(kills)} SIGKILLs at steps {kills}: resumed run bit-identical")
 
 
+def test_killed_mlm_run_resumes_bit_identical_with_its_own_tokenizer(corpus, tmp_path):
+    """`pretrain mlm --resume` reads the run's saved tokenizer (none is trained again) and ends
+    where an uninterrupted run does; without --resume the folder is refused. Byte-level BPE here:
+    tokenizers' WordPiece trainer breaks count ties in hash order (huggingface/tokenizers#1794), so
+    two fresh WordPiece runs need not agree, while a resumed one always reuses its own."""
+    def run(out, kill_at=0, *extra):
+        args = ["pretrain", "mlm", "--corpus", str(corpus), "--preset", "tiny", "--out", str(out),
+                "--subword.kind=bpe", "--subword.vocab_size=300", "--train.steps=16", "--train.save_every=4",
+                "--train.progress=false", "--train.threads=1", *extra]
+        env = dict(os.environ, KILL_AT=str(kill_at), OMP_NUM_THREADS="1")
+        return subprocess.run([sys.executable, "-c", KILLER, *args], env=env, capture_output=True, text=True)
+
+    whole = run(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr
+    assert run(tmp_path / "pieces", 10).returncode == -9
+    refused = run(tmp_path / "pieces")
+    assert refused.returncode != 0 and "pass --resume" in refused.stderr
+    last = run(tmp_path / "pieces", 0, "--resume")
+    assert last.returncode == 0, last.stderr
+    assert "resuming" in last.stderr and "tokenizer of" not in last.stderr
+    a = load_file(tmp_path / "whole" / "last" / "model.safetensors")
+    b = load_file(tmp_path / "pieces" / "last" / "model.safetensors")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+
+
 MEASURE = textwrap.dedent("""
     import resource, sys
     from transferlab import cli

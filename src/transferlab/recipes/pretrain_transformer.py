@@ -27,7 +27,8 @@ from typing import Literal
 
 import torch
 
-from transferlab.config import to_dict, write_json
+from transferlab.checkpoint import check_run_folder, has_checkpoint, load_checkpoint
+from transferlab.config import from_dict, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.encoders.backbone import SubwordConfig
 from transferlab.encoders.transformer import Transformer, TransformerConfig
@@ -64,6 +65,7 @@ class PretrainTransformerConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=5e-4, steps=1000, schedule="linear",
                                                                     warmup=0.06, beta2=0.98, clip=1.0))
     out: str = "runs/mlm"
+    resume: bool = False  # continue the run in `out` from its last checkpoint (its tokenizer too)
 
     def __post_init__(self):
         if self.init and self.objective != "mlm":
@@ -71,6 +73,12 @@ class PretrainTransformerConfig:
 
 
 def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokenizer, Transformer]:
+    last = Path(cfg.out) / "last"
+    if cfg.resume and has_checkpoint(last):  # the run's own tokenizer and shape; fit() restores the weights
+        saved = load_checkpoint(last)
+        log(f"resuming {cfg.out} from step {saved.state.get('step', 0):,}")
+        tcfg = from_dict(TransformerConfig, saved.config["transformer"])
+        return SubwordTokenizer.from_dict(saved.files["tokenizer"]), Transformer(tcfg)
     if cfg.init:
         from transferlab.encoders.hf import load_pretrained
 
@@ -90,6 +98,7 @@ def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokeni
 def run(cfg: PretrainTransformerConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
+    check_run_folder(out, cfg.resume)
     tok, encoder = tokenizer_and_encoder(cfg)
     # windows of transformer.max_len tokens, within what the encoder's positions allow (--init)
     width, d, seed = min(cfg.transformer.max_len, encoder.cfg.max_len), cfg.data, cfg.train.seed

@@ -287,6 +287,12 @@ def train_tokenizer(
     ``lines`` is read once, as a stream (a generator works). ``vocab_size`` counts the seven
     specials and the alphabet (256 bytes for bpe; the corpus' characters and their ``##``
     forms for wordpiece); too small a size is a ValueError that says how many are needed.
+
+    Byte-level BPE is deterministic. WordPiece is not quite: ``tokenizers`` numbers the ``##``
+    alphabet in hash-map order and breaks merge-count ties by those numbers
+    (huggingface/tokenizers#1794), so two trainings on one corpus can differ in a few pieces of
+    equal count. A run that must be repeated keeps its tokenizer (every checkpoint holds it, and
+    ``pretrain mlm --resume`` reads it back rather than training another).
     """
     if kind not in PIPELINES:
         raise ValueError(f"train_tokenizer: kind must be one of {list(PIPELINES)}, got {kind!r}")
