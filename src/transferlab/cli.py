@@ -405,11 +405,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  "or train it from scratch")
     _task_data_args(p)
     p.add_argument("--encoder", help="awd_lstm (default), fasttext (Joulin et al.'s bag of words and bigrams), "
-                                     "transformer, word vectors as the encoder (glove-6b-50d, a vectors folder), "
+                                     "transformer, elmo or taglm (with a pretrain bilm checkpoint as --pretrained), "
+                                     "word vectors as the encoder (glove-6b-50d, a vectors folder), "
                                      "or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
     p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
     p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
-                                        "mlm|clm for transformer); omit to train from scratch")
+                                        "mlm|clm for transformer, pretrain bilm for elmo and taglm); omit to train "
+                                        "from scratch")
     p.add_argument("--vectors", help="static vectors for the embedding of an encoder trained from scratch "
                                      "(awd_lstm, fasttext, transformer): glove-6b-50d, a WordVectors folder, "
                                      "a word2vec/GloVe file (vectors)")

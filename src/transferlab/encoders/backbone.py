@@ -37,8 +37,9 @@ from transferlab.encoders.awd_lstm import AWDLSTMConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig
 from transferlab.encoders.hf import hf_max_len, load_pretrained
-from transferlab.encoders.registry import ENCODERS, buildable
+from transferlab.encoders.registry import ENCODERS
 from transferlab.encoders.static import StaticEncoder, lookup
+from transferlab.encoders.taglm import TagLM, TagLMConfig
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.log import log
 from transferlab.text.framing import Framing
@@ -71,8 +72,9 @@ class Backbone:
 
 
 def family(encoder: str) -> str:
-    """awd_lstm | transformer | fasttext | elmo | static (word vectors) | hf (any other name)."""
-    if encoder in buildable() or encoder == "elmo":
+    """A registry family (awd_lstm, transformer, fasttext, elmo, taglm ...) by its name; static for
+    word vectors; hf for any other name (a Hugging Face model)."""
+    if encoder in ENCODERS and encoder not in ("static", "hf"):
         return encoder
     return "static" if is_vectors(encoder) else "hf"
 
@@ -276,6 +278,30 @@ def checkpoint_family(path: str | Path) -> str | None:
     return next((fam for fam in ("elmo", "awd_lstm", "transformer") if fam in config), None)
 
 
+def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
+    """The ELMo encoder of a ``pretrain bilm`` checkpoint (its softmax left out) and its vocabulary."""
+    ckpt = load_checkpoint(path)
+    if "vocab" not in ckpt.files or "elmo" not in ckpt.config:
+        raise ValueError(f"{path}: not a `transferlab pretrain bilm` checkpoint (no elmo config and vocabulary)")
+    vocab = Vocab.from_dict(ckpt.files["vocab"])
+    encoder = ELMo(from_dict(ELMoConfig, ckpt.config["elmo"], "elmo."), vocab.itos)
+    load_encoder_weights(encoder, path)
+    return encoder, vocab
+
+
+def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[str], text: TextConfig,
+                   max_len: int | None, min_freq: int = 1, word_dim: int | None = None) -> Backbone:
+    """TagLM (Peters et al. 2017) on the task's word vocabulary, with the frozen biLM of
+    ``bilm_path`` inserted after its first RNN layer; ``word_dim`` follows ``--vectors``."""
+    bilm, _ = load_bilm(bilm_path)
+    vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
+    tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
+                               word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg)
+    log(f"taglm: the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) "
+        f"after the first {tcfg.rnn.upper()} layer; {len(vocab):,} task words")
+    return word_backbone(TagLM(tcfg, vocab.itos, bilm=bilm), vocab, text, max_len, pretrained=False, fam="taglm")
+
+
 def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
     """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
     tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
@@ -283,9 +309,7 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Ba
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax
-        vocab = Vocab.from_dict(ckpt.files["vocab"])
-        encoder = ELMo(from_dict(ELMoConfig, ckpt.config["elmo"], "elmo."), vocab.itos)
-        load_encoder_weights(encoder, path)
+        encoder, vocab = load_bilm(path)
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="elmo")
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])

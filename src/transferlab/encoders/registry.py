@@ -29,6 +29,7 @@ from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.hf import HFEncoder, hf_max_len, is_causal
 from transferlab.encoders.static import StaticEncoder
+from transferlab.encoders.taglm import TagLM, TagLMConfig
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 
 __all__ = ["ENCODERS", "Family", "buildable"]
@@ -81,6 +82,10 @@ ENCODERS: dict[str, Family] = {
         "words", lambda spec, files: ELMo(from_dict(ELMoConfig, spec["config"], "elmo."), files["vocab"]["itos"]),
         causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=ELMo,
         config=ELMoConfig),
+    "taglm": Family(  # finetune --encoder taglm --pretrained BILM: a tagger with the frozen biLM inside
+        "words", lambda spec, files: TagLM(from_dict(TagLMConfig, spec["config"], "taglm."), files["vocab"]["itos"]),
+        causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=TagLM,
+        config=TagLMConfig),
     "static": Family(
         "vectors", _rebuild_static, causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="mean",
         module=StaticEncoder),

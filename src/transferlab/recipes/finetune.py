@@ -33,6 +33,7 @@ from transferlab.encoders import backbone as bb
 from transferlab.encoders.awd_lstm import DROPOUTS, AWDLSTMConfig
 from transferlab.encoders.fasttext import FastTextConfig
 from transferlab.encoders.registry import ENCODERS, buildable
+from transferlab.encoders.taglm import TagLMConfig
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.log import log
 from transferlab.pretrain.lm import load_lm
@@ -77,6 +78,7 @@ class FinetuneConfig:
         embed_p=0.05, input_p=0.4, hidden_p=0.3, weight_p=0.5, output_p=0.0))
     transformer: TransformerConfig = field(default_factory=lambda: TransformerConfig(max_len=256))
     fasttext: FastTextConfig = field(default_factory=FastTextConfig)
+    taglm: TagLMConfig = field(default_factory=TagLMConfig)  # --encoder taglm --pretrained BILM (a tagger)
     subword: bb.SubwordConfig = field(default_factory=bb.SubwordConfig)
     scratch_min_freq: int = 1
     # finetune: the whole encoder trains (with the ULMFiT techniques); features: it is frozen and
@@ -119,6 +121,8 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     """The encoder the recipe fine-tunes: a pretrained model, word vectors, or a family from scratch
     (its embedding from ``--vectors`` if given)."""
     fam = bb.family(cfg.encoder)
+    if fam == "taglm":
+        return _taglm_backbone(cfg, data)
     if fam == "elmo" or (cfg.pretrained and bb.checkpoint_family(cfg.pretrained) == "elmo"):
         if not cfg.pretrained:
             raise ValueError("--encoder elmo needs --pretrained: a `transferlab pretrain bilm` checkpoint")
@@ -133,6 +137,24 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     if cfg.pretrained:
         return _ulmfit_backbone(cfg, fam)
     return _word_backbone(cfg, data, fam, wv)
+
+
+def _taglm_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
+    """TagLM: a tagger of its own on the task's words, the frozen biLM of ``--pretrained`` inside."""
+    if not cfg.pretrained or bb.checkpoint_family(cfg.pretrained) != "elmo":
+        raise ValueError("--encoder taglm needs --pretrained: a `transferlab pretrain bilm` checkpoint")
+    wv = None
+    if cfg.vectors:
+        from transferlab.vectors.keyed import load_vectors
+
+        wv = load_vectors(cfg.vectors)
+    b = bb.taglm_backbone(cfg.pretrained, cfg.taglm, all_texts(data["train"]), cfg.text, cfg.data.max_len,
+                          cfg.scratch_min_freq, wv.dim if wv is not None else None)
+    if wv is not None:
+        vocab = Vocab.from_dict(b.files["vocab"])
+        specials = [vocab.pad_id, vocab.unk_id, vocab.bos_id, vocab.eos_id]
+        log(str(init_embedding(b.encoder.embedding, vocab.itos, wv, skip=specials, seed=cfg.train.seed)))
+    return b
 
 
 def _loaded_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:

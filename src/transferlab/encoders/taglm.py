@@ -1,0 +1,122 @@
+"""TagLM: Peters, Ammar, Bhagavatula & Power 2017, "Semi-supervised sequence tagging with
+bidirectional language models" (ACL).
+
+A sequence tagger whose biRNN is given a pretrained, frozen bidirectional language model's
+states half-way up. For each token:
+
+1. its word embedding (``word_dim``; from static vectors with ``--vectors``, then trained) and
+   a character CNN over its bytes (:class:`~transferlab.encoders.elmo.CharCNN`: one max-pooled
+   convolution per width in ``char_filters``), concatenated: the token representation;
+2. the first bidirectional RNN layer (``rnn``: GRU, as the paper, or LSTM; ``hidden_dim`` cells
+   per direction) over the token representations;
+3. the LM embedding: the top layer of a pretrained biLM (our ELMo from ``transferlab pretrain
+   bilm``: forward and backward states concatenated), computed without gradients and with the
+   biLM's dropout off. It reads characters, so any word has one, seen in pretraining or not;
+4. the second bidirectional RNN layer over ``[layer 1 ; LM embedding]`` (the paper's best
+   place to insert it, section 3.4), whose states the tagging head reads (softmax per token).
+
+``layers`` are the two RNN layers' outputs (``2 * hidden_dim`` each), ``hidden`` the second.
+``layer_groups()`` holds only what trains (token layer, RNN 1, RNN 2): the biLM stays frozen.
+Word ids index the task vocabulary given to the constructor; :meth:`add_words` appends words
+unseen in training to the character tables (their word embedding is ``<unk>``'s).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+from torch import nn
+
+from transferlab.encoders.base import EncoderOutput
+from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, char_ids
+
+__all__ = ["TagLMConfig", "TagLM"]
+
+
+@dataclass(frozen=True)
+class TagLMConfig:
+    vocab_size: int = 0  # the task vocabulary's words with an embedding row
+    pad_id: int = 0
+    unk_id: int = 1
+    word_dim: int = 50
+    max_chars: int = 50  # characters per word, markers included
+    char_dim: int = 16
+    char_filters: tuple[tuple[int, int], ...] = ((3, 50),)
+    rnn: Literal["gru", "lstm"] = "gru"
+    hidden_dim: int = 200  # per direction, both RNN layers
+    dropout: float = 0.5  # on the token representation and between the layers
+    bilm: ELMoConfig = field(default_factory=ELMoConfig)  # the pretrained biLM's shape (from its checkpoint)
+
+    def __post_init__(self) -> None:
+        for name in ("word_dim", "max_chars", "char_dim", "hidden_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"taglm.{name} must be >= 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"taglm.dropout must be in [0, 1), got {self.dropout}")
+        if not self.char_filters or any(w < 1 or n < 1 for w, n in self.char_filters):
+            raise ValueError(f"taglm.char_filters must be (width, count) pairs >= 1, got {self.char_filters}")
+
+
+class TagLM(nn.Module):
+    """See the module docstring. ``forward(ids, mask)`` with ids of the word list given here."""
+
+    def __init__(self, cfg: TagLMConfig, words: list[str], bilm: ELMo | None = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embedding = nn.Embedding(cfg.vocab_size, cfg.word_dim, padding_idx=cfg.pad_id)
+        self.char_cnn = CharCNN(ELMoConfig(max_chars=cfg.max_chars, char_dim=cfg.char_dim,
+                                           filters=cfg.char_filters))
+        self.register_buffer("chars", torch.zeros(1, cfg.max_chars, dtype=torch.long), persistent=False)
+        rnn = nn.GRU if cfg.rnn == "gru" else nn.LSTM
+        self.rnn1 = rnn(cfg.word_dim + self.char_cnn.dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
+        self.bilm = bilm if bilm is not None else ELMo(cfg.bilm)
+        self.bilm.requires_grad_(False)
+        self.rnn2 = rnn(2 * cfg.hidden_dim + self.bilm.dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.dim = 2 * cfg.hidden_dim
+        self.set_words(words)
+
+    def set_words(self, words: list[str]) -> None:
+        """The character tables (the tagger's and the biLM's) for a word list, index = word id."""
+        table = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        self.chars = table.to(self.chars.device)
+        self.bilm.set_words(words)
+
+    def add_words(self, words: list[str]) -> list[int]:
+        """Append words unseen in training (their characters; the word embedding is ``<unk>``'s)."""
+        rows = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        start = self.chars.size(0)
+        if words:
+            self.chars = torch.cat([self.chars, rows.to(self.chars.device)])
+            self.bilm.add_words(words)
+        return list(range(start, start + len(words)))
+
+    def train(self, mode: bool = True) -> TagLM:
+        super().train(mode)
+        self.bilm.eval()  # frozen: its dropout stays off
+        return self
+
+    def _packed(self, rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        # x (B, T, D) -> (B, T, 2 hidden); padding neither read nor written by the backward direction
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = rnn(packed)
+        return nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None) -> EncoderOutput:
+        if mask is None:
+            mask = torch.ones_like(ids, dtype=torch.bool)
+        B, T = ids.shape
+        lengths = mask.sum(1).clamp(min=1)
+        words = ids.masked_fill(ids >= self.cfg.vocab_size, self.cfg.unk_id)  # added words: <unk>'s row
+        chars = self.char_cnn(self.chars[ids].reshape(B * T, -1)).reshape(B, T, -1)  # (B, T, F)
+        x = self.drop(torch.cat([self.embedding(words), chars], dim=-1))  # (B, T, word_dim + F)
+        h1 = self._packed(self.rnn1, x, lengths)  # (B, T, 2 hidden)
+        with torch.no_grad():
+            lm = self.bilm(ids, mask).hidden  # (B, T, 2 bilm.dim), the biLM's top layer
+        h2 = self._packed(self.rnn2, self.drop(torch.cat([h1, lm.to(h1.dtype)], dim=-1)), lengths)
+        return EncoderOutput(hidden=h2, layers=[h1, h2])
+
+    def layer_groups(self) -> list[nn.Module]:
+        return [nn.ModuleList([self.embedding, self.char_cnn]), self.rnn1, self.rnn2]

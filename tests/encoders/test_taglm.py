@@ -1,0 +1,101 @@
+"""TagLM (Peters et al. 2017): a tagger with a frozen biLM inserted after its first RNN layer.
+The biLM gets no gradient and keeps its weights through training; padding changes nothing; a
+word unseen in training still has its characters; ``pretrain bilm`` -> ``finetune --encoder
+taglm`` -> ``evaluate``/``predict`` learns a tagging rule and reloads to the same score."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import torch
+
+from transferlab import cli
+from transferlab.encoders.elmo import ELMo, ELMoConfig
+from transferlab.encoders.taglm import TagLM, TagLMConfig
+
+WORDS = ["<pad>", "<unk>", "<bos>", "<eos>", "the", "film", "anna", "berlin", "saw", "in"]
+BILM = ELMoConfig(max_chars=12, char_dim=4, filters=((1, 4), (2, 4)), n_highway=1, dim=6, hidden_dim=8, n_layers=2)
+
+
+def _taglm(rnn="gru") -> TagLM:
+    torch.manual_seed(0)
+    cfg = TagLMConfig(vocab_size=len(WORDS), word_dim=5, max_chars=12, char_dim=4, char_filters=((2, 3),),
+                      rnn=rnn, hidden_dim=7, dropout=0.0, bilm=BILM)
+    return TagLM(cfg, WORDS, bilm=ELMo(BILM, WORDS))
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+def test_shapes_and_layers(rnn):
+    m = _taglm(rnn)
+    ids = torch.tensor([[4, 5, 6, 0], [7, 8, 0, 0]])
+    out = m(ids, ids != 0)
+    assert out.hidden.shape == (2, 4, 14) and m.dim == 14 and len(out.layers) == 2
+    assert [type(g).__name__ for g in m.layer_groups()] == ["ModuleList", rnn.upper(), rnn.upper()]
+
+
+def test_the_bilm_is_frozen_and_gets_no_gradient():
+    m = _taglm().train()
+    assert not m.bilm.training  # its dropout stays off while the tagger trains
+    before = {k: v.clone() for k, v in m.bilm.state_dict().items()}
+    opt = torch.optim.Adam([p for p in m.parameters() if p.requires_grad], lr=0.1)
+    ids = torch.tensor([[4, 5, 6, 9, 7]])
+    for _ in range(3):
+        opt.zero_grad()
+        m(ids).hidden.pow(2).mean().backward()
+        opt.step()
+    assert all(p.grad is None for p in m.bilm.parameters())
+    assert all(torch.equal(before[k], v) for k, v in m.bilm.state_dict().items())
+    assert m.rnn2.weight_ih_l0.grad is not None
+
+
+def test_padding_changes_nothing():
+    m = _taglm().eval()
+    short = m(torch.tensor([[4, 5, 6]])).hidden
+    padded = m(torch.tensor([[4, 5, 6, 0, 0]]), torch.tensor([[1, 1, 1, 0, 0]], dtype=torch.bool)).hidden
+    assert torch.allclose(short, padded[:, :3], atol=1e-6)
+
+
+def test_an_added_word_has_its_characters_and_unks_embedding():
+    m = _taglm().eval()
+    (new,) = m.add_words(["zyzzyva"])
+    assert new == len(WORDS) and m.chars.size(0) == len(WORDS) + 1 and m.bilm.chars.size(0) == len(WORDS) + 1
+    with_new = m(torch.tensor([[4, new]])).hidden
+    with_unk = m(torch.tensor([[4, 1]])).hidden
+    assert not torch.allclose(with_new, with_unk)  # the characters differ, the word row is <unk>'s
+
+
+@pytest.fixture(scope="module")
+def bilm(tmp_path_factory):
+    d = tmp_path_factory.mktemp("taglm")
+    words = "the a film plot was good bad saw met in at".split()
+    rng = random.Random(0)
+    (d / "corpus.txt").write_text("\n".join(" ".join(rng.choice(words) for _ in range(8)) for _ in range(200)) + "\n")
+    assert cli.main(["pretrain", "bilm", "--corpus", str(d / "corpus.txt"), "--preset", "tiny", "--out",
+                     str(d / "bilm"), "--train.progress=false", "--train.steps=20"]) == 0
+    return d / "bilm" / "best"
+
+
+def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys):
+    rng = random.Random(1)
+    names, fill = ["anna", "bob", "carla", "dmitri", "eve"], "the a film plot was good bad saw met in at".split()
+    sents = []
+    for _ in range(80):  # a capitalised-free rule: the word after "met" is a person
+        words = rng.sample(fill, 3) + ["met", rng.choice(names)] + rng.sample(fill, 2)
+        sents.append(list(zip(words, ["O"] * 4 + ["B-PER"] + ["O"] * 2)))
+    for name, rows in (("train", sents[:64]), ("test", sents[64:])):
+        (tmp_path / f"{name}.conll").write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in s) for s in rows) + "\n")
+    out = tmp_path / "tagger"
+    assert cli.main(["finetune", "--encoder", "taglm", "--pretrained", str(bilm), "--train",
+                     str(tmp_path / "train.conll"), "--test", str(tmp_path / "test.conll"), "--out", str(out),
+                     "--taglm.hidden_dim=16", "--taglm.word_dim=8", "--train.epochs=15", "--data.batch_size=16",
+                     "--train.lr=1e-2", "--train.progress=false"]) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["encoder"] == "taglm" and summary["test_entity_f1"] > 0.9
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--model", str(out / "last"), "--data", str(tmp_path / "test.conll")]) == 0
+    assert json.loads(capsys.readouterr().out)["entity_f1"] == pytest.approx(summary["test_entity_f1"])
+    assert cli.main(["predict", "--model", str(out / "last"), "the film met zyzzyva in"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(row["tags"]) == 5
