@@ -30,7 +30,7 @@ against this table (the longest name that matches a module is its entry):
     4      pretrain, adapt, tasks
     5      eval
     6      recipes
-    7      cli
+    7      cli, __main__ (python -m transferlab)
 
 ``train`` knows nothing of NLP (the loss is passed in); ``eval.metrics`` are plain functions of
 labels and predictions, below the task heads that report them.
