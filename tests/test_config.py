@@ -110,3 +110,17 @@ def test_finetune_config_layers(tmp_path):
     mine = load_finetune_config(None, [], config_file=tmp_path / "mine.toml")
     assert mine.train.lr == 0.02 and mine.train.schedule == "linear"  # the file picked the family too
     assert load_finetune_config(None, ["train.lr=0.03"], config_file=tmp_path / "mine.toml").train.lr == 0.03
+
+
+def test_a_partial_table_keeps_the_fields_own_default():
+    """``--inner.steps=8`` on a field whose default is ``Inner(lr=0.5)`` keeps lr=0.5."""
+    @dataclass(frozen=True)
+    class Custom:
+        inner: Inner = field(default_factory=lambda: Inner(lr=0.5, sizes=(7,)))
+
+    cfg = from_dict(Custom, apply_overrides({}, ["inner.steps=8"]))
+    assert cfg.inner == Inner(lr=0.5, steps=8, sizes=(7,))
+    from transferlab.recipes.finetune import FinetuneConfig
+
+    ft = from_dict(FinetuneConfig, apply_overrides({}, ["train.epochs=2", "awd_lstm.dim=16"]))
+    assert ft.train.lr == 1e-2 and ft.train.schedule == "slanted_triangular" and ft.awd_lstm.input_p == 0.4

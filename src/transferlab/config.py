@@ -41,13 +41,25 @@ def from_dict(cls: type[T], data: dict, prefix: str = "") -> T:
     if unknown:
         known = ", ".join(prefix + name for name in fields)
         raise ConfigError(f"unknown config key --{prefix}{unknown[0]} (known keys: {known})")
-    kwargs = {name: _coerce(hints[name], value, prefix + name) for name, value in data.items()}
+    kwargs = {name: _coerce(hints[name], _over_default(fields[name], value), prefix + name)
+              for name, value in data.items()}
     try:
         return cls(**kwargs)
     except ConfigError:
         raise
     except (TypeError, ValueError) as e:
         raise ConfigError(f"{prefix.rstrip('.') or cls.__name__}: {e}") from e
+
+
+def _over_default(f: dataclasses.Field, value: Any) -> Any:
+    """A table given for a nested config goes over that field's own default (its
+    ``default_factory``), not over the nested class's defaults: ``--train.epochs=3`` keeps the
+    ``lr`` a recipe's ``TrainConfig(lr=...)`` default sets."""
+    if isinstance(value, dict) and f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+        if dataclasses.is_dataclass(default):
+            return merge(to_dict(default), value)
+    return value
 
 
 def _coerce(tp: Any, value: Any, flag: str) -> Any:

@@ -174,3 +174,28 @@ def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
     assert pg[0]["lr"] == pytest.approx(1e-2 / 2.6**3)
     n = sum(p.numel() for g in pg for p in g["params"])
     assert n == sum(p.numel() for p in lm.parameters())  # every parameter once
+
+
+def test_an_lm_stage_folder_of_another_lm_is_refused_not_reused(files, lm, tmp_path):
+    """The target-task LM stage is reused only for the pretrained LM, text and settings that made it."""
+    stage = tmp_path / "stage"
+    first = _finetune_cfg(files, tmp_path / "a", f'pretrained="{lm["checkpoint"]}"', f'lm_finetune.out="{stage}"')
+    finetune.run(first)
+    held = json.loads((stage / "stage.json").read_text())
+    assert held["pretrained"].endswith("best") and "out" not in held["lm_finetune"]
+    again = _finetune_cfg(files, tmp_path / "b", f'pretrained="{lm["checkpoint"]}"', f'lm_finetune.out="{stage}"',
+                          "data.train_size=12")  # fewer labels: the same stage, reused
+    assert finetune.run(again)["train_size"] == 12
+    other = _finetune_cfg(files, tmp_path / "c", f'pretrained="{lm["checkpoint"]}"', f'lm_finetune.out="{stage}"',
+                          "lm_finetune.train.steps=7")
+    with pytest.raises(ulmfit.ConfigError, match="differs in: lm_finetune"):
+        finetune.run(other)
+
+
+@pytest.mark.slow  # minutes: PTB and SST-2's text read, an LM pretrained and fine-tuned, two classifiers
+def test_quick_demo_runs_end_to_end(tmp_path, capsys):
+    from transferlab.recipes import demo
+
+    summary = demo.run(quick=True, out=tmp_path / "demo", labels=200)
+    assert 0.0 <= summary["ulmfit_acc"] <= 1.0 and summary["lm"].endswith("lm-ptb/best")
+    assert (tmp_path / "demo" / "accuracy.png").exists() and "transfer gain" in capsys.readouterr().out

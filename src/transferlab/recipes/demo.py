@@ -1,20 +1,29 @@
 """``transferlab demo``: the main job, ULMFiT against from-scratch training on 1,000 SST-2 labels.
 
-1. A small AWD-LSTM language model pretrained on PTB (reused when its checkpoint exists).
+1. An AWD-LSTM language model. By default (``--lm auto``) the ``--budget 1h`` LM on the 21.6M-word
+   general-en corpus, kept in the download cache (``$TRANSFERLAB_CACHE/models/lm-1h-general-en``)
+   and reused; the first demo on a machine builds the corpus (about a minute) and pretrains it
+   (about an hour on 2 CPU cores; a stopped run resumes on the next ``demo``). ``--lm ptb``: the
+   small PTB LM of the earlier demo (minutes, but PTB's 0.9M words do not transfer at 1,000
+   labels); ``--lm PATH``: any ``pretrain lm`` checkpoint.
 2. ULMFiT: that LM fine-tuned on SST-2's text (labels unused), then the classifier trained on
    1,000 labels with discriminative learning rates, slanted triangular learning rates and
    gradual unfreezing.
-3. The same architecture trained from scratch on the same 1,000 labels.
+3. The same AWD-LSTM (the LM's sizes) trained from scratch on the same 1,000 labels.
 
 It prints a table of test accuracies and writes a bar chart, ``<out>/accuracy.png``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
 from transferlab.config import load_config, write_json
+from transferlab.data.build import build_corpus
+from transferlab.data.catalog import cache_dir
 from transferlab.log import log
 from transferlab.recipes import finetune, pretrain_lm
 
@@ -39,27 +48,52 @@ def _bar_chart(rows: list[tuple[str, float]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000) -> dict:
+LM_1H = "lm-1h-general-en"  # the folder under $TRANSFERLAB_CACHE/models
+
+
+def language_model(lm: str, quick: bool, out: Path) -> Path:
+    """The pretrained LM's checkpoint folder (built when missing): see the module docstring."""
+    if quick or lm == "ptb":
+        folder = out / "lm-ptb"
+        if (folder / "results.json").exists():
+            log(f"reusing the PTB language model in {folder}")
+        else:
+            pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, "tiny" if quick else "demo",
+                                        [f'out="{folder}"'], kind="lm"))
+        return folder / "best"
+    if lm != "auto":
+        return Path(lm)
+    folder = cache_dir() / "models" / LM_1H
+    if (folder / "results.json").exists():
+        log(f"reusing the general-en language model in {folder}")
+        return folder / "best"
+    log(f"no general-en language model in {folder} yet: building the corpus and pretraining one "
+        f"(`pretrain lm --budget 1h`, about an hour on 2 CPU cores, once; after a stop, run the demo again "
+        f"to resume it; `transferlab demo --lm ptb` is the minutes-long PTB demo)")
+    build_corpus("general-en", log=log)
+    pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, "1h", [f'out="{folder}"', "resume=true"], kind="lm"))
+    return folder / "best"
+
+
+def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000, lm: str = "auto") -> dict:
     out = Path(out)
-    preset = "tiny" if quick else "demo"
     clf_preset = "tiny" if quick else "small"  # one classifier preset for the demo and the benchmark
     start = time.perf_counter()
+    checkpoint = language_model(lm, quick, out)
+    arch = json.loads((checkpoint / "config.json").read_text())["awd_lstm"]
 
-    lm_cfg = load_config(pretrain_lm.PretrainLMConfig, preset, [f'out="{out / "lm-ptb"}"'], kind="lm")
-    if (out / "lm-ptb" / "results.json").exists():
-        log(f"reusing the PTB language model in {out / 'lm-ptb'}")
-    else:
-        pretrain_lm.run(lm_cfg)
-
-    common = [f"data.train_size={labels}", f'lm_finetune.out="{out / "lm-sst2"}"']
-    ulm_cfg = load_config(finetune.FinetuneConfig, clf_preset, common + [
-        f'pretrained="{out / "lm-ptb" / "best"}"', f'out="{out / "ulmfit"}"'], kind="finetune")
-    scratch_cfg = load_config(finetune.FinetuneConfig, clf_preset, common + [f'out="{out / "scratch"}"'],
-                              kind="finetune")
+    # one LM fine-tuning folder per pretrained LM (a folder holding another LM's stage is refused)
+    stage = out / f"lm-sst2-{hashlib.sha1(str(checkpoint.resolve()).encode()).hexdigest()[:8]}"
+    common = [f"data.train_size={labels}", f'lm_finetune.out="{stage}"']
+    ulm_cfg = finetune.load_finetune_config(clf_preset, common + [f'pretrained="{checkpoint}"',
+                                                                  f'out="{out / "ulmfit"}"'])
+    scratch_cfg = finetune.load_finetune_config(clf_preset, common + [  # the same AWD-LSTM, random weights
+        *(f"awd_lstm.{k}={arch[k]}" for k in ("dim", "hidden_dim", "n_layers")), f'out="{out / "scratch"}"'])
     results = {"ulmfit": finetune.run(ulm_cfg), "scratch": finetune.run(scratch_cfg)}
 
     rows = [("ULMFiT", results["ulmfit"]["test_accuracy"]), ("from scratch", results["scratch"]["test_accuracy"])]
-    print(f"\nSST-2 test accuracy with {labels:,} labels (AWD-LSTM, {preset} preset)")
+    print(f"\nSST-2 test accuracy with {labels:,} labels (AWD-LSTM {arch['dim']}/{arch['hidden_dim']}, "
+          f"LM {checkpoint})")
     print(f"{'method':<14} {'accuracy':>9}")
     for name, acc in rows:
         print(f"{name:<14} {100 * acc:>8.1f}%")
@@ -68,6 +102,6 @@ def run(quick: bool = False, out: str | Path = "runs/demo", labels: int = 1000) 
     _bar_chart(rows, out / "accuracy.png", f"SST-2, {labels:,} labels: gain {gain:+.1f} points")
     print(f"chart: {out / 'accuracy.png'}")
     summary = {"labels": labels, "ulmfit_acc": rows[0][1], "scratch_acc": rows[1][1], "gain_points": gain,
-               "wall_s": time.perf_counter() - start}
+               "lm": str(checkpoint), "wall_s": time.perf_counter() - start}
     write_json(summary, out / "summary.json")
     return summary

@@ -17,6 +17,7 @@ Each technique can be switched off (``ulmfit.discriminative``, ``ulmfit.stlr``,
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 from torch import nn
 
 from transferlab.adapt.finetune import param_groups, transfer_embeddings
-from transferlab.config import to_dict, write_json
+from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.tasks import TaskDataConfig, task_texts
 from transferlab.log import log
@@ -97,10 +98,36 @@ def lm_groups(lm: LanguageModel) -> list[nn.Module]:
     return [g for g in lm.encoder.layer_groups() if not any(id(p) in tied for p in g.parameters())]
 
 
+def stage_identity(config: dict) -> dict:
+    """What the LM stage's result depends on: the pretrained LM (its folder), the stage's own
+    settings (not its folder, progress display or threads) and the text it reads."""
+    lmf = {k: v for k, v in config.get("lm_finetune", {}).items() if k != "out"}
+    lmf["train"] = {k: v for k, v in lmf.get("train", {}).items() if k not in ("progress", "log_every", "threads")}
+    data, pretrained = config.get("data", {}), config.get("pretrained") or ""
+    return {"pretrained": str(Path(pretrained).resolve()) if pretrained else "", "lm_finetune": lmf,
+            "text": config.get("text"), "task": data.get("task"), "train": data.get("train")}
+
+
+def check_stage(out: Path, identity: dict) -> None:
+    """Record ``identity`` in ``out/stage.json``, or check it against the one recorded there."""
+    path = out / "stage.json"
+    if not path.exists():
+        write_json(identity, path)
+        return
+    held = json.loads(path.read_text())
+    differ = sorted(k for k in set(held) | set(identity) if held.get(k) != identity.get(k))
+    if differ:
+        raise ConfigError(f"{out} holds the LM fine-tuning stage of another run (it differs in: "
+                          f"{', '.join(differ)}): set lm_finetune.out to another folder, or delete {out}")
+
+
 def finetune_lm(lm: LanguageModel, old_vocab: Vocab, tok, c: LMFinetuneConfig, u: ULMFiTConfig,
                 data: TaskDataConfig, out: Path, config: dict) -> tuple[LanguageModel, Vocab]:
     """Stage 2: target-task LM fine-tuning on ``data``'s text (or ``c.text``) into ``out``, reused
-    when that folder is complete; ``config`` (the whole run's) is written with its checkpoints."""
+    when that folder is complete; ``config`` (the whole run's) is written with its checkpoints.
+    ``out/stage.json`` records what the stage depends on (:func:`stage_identity`): a folder that
+    holds the stage of another pretrained LM, text or LM-stage setting is an error, not reused."""
+    check_stage(out, stage_identity(config))
     if (out / "results.json").exists():
         log(f"reusing the fine-tuned language model in {out}")
         return load_lm(out / "best" if (out / "best").exists() else out / "last")
