@@ -21,6 +21,8 @@ EXAMPLES = {
                 "  transferlab pretrain mlm --budget 1h --out runs/mlm-1h\n"
                 "  transferlab pretrain lm --corpus ptb,sotu,shakespeare --preset tiny --train.epochs=2\n"
                 "  transferlab pretrain bilm --corpus general-en --preset small --out runs/elmo\n"
+                "  transferlab pretrain mt --corpus l10n-en-de --preset small --out runs/mt\n"
+                "  transferlab pretrain context2vec --corpus general-en --preset small --out runs/context2vec\n"
                 "  transferlab pretrain mlm --corpus sotu,shakespeare --preset small\n"
                 "  transferlab pretrain clm --corpus shakespeare --preset tiny\n"
                 "  transferlab pretrain mlm --init minilm-l6 --corpus my_reviews.txt --train.steps=500\n"
@@ -37,9 +39,12 @@ EXAMPLES = {
                 "  transferlab evaluate --model runs/finetune/last --data my_test.tsv   # the model's own columns",
     "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
                "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl",
+    "translate": "transferlab translate runs/mt/best 'Open the file' 'Save all changes?'\n"
+                 "  transferlab translate runs/mt/best --file strings.txt --beam 1   # greedy, one line per line",
     "vectors": "transferlab vectors eval glove-6b-50d\n"
                "  transferlab vectors eval runs/vectors/vectors --json scores.json\n"
                "  transferlab vectors neighbors glove-6b-50d frog king\n"
+               "  transferlab vectors neighbors runs/context2vec/best coffee --context 'I drank a [] of tea'\n"
                "  transferlab vectors analogy glove-6b-50d man king woman\n"
                "  transferlab vectors convert glove-6b-50d glove50.txt --format word2vec\n"
                "  transferlab vectors classify glove-6b-50d --task sst2 --labels 1000 --pooling meanmax\n"
@@ -56,7 +61,8 @@ EXAMPLES = {
              "--preset tiny\n"
              "  transferlab curve --task sst2 --methods scratch,mine --methods-file my_methods.toml --train.threads=2\n"
              "  transferlab curve --task sst2 --out runs/curve --report-only   # the chart so far, training nothing",
-    "demo": "transferlab demo            # PTB-pretrained ULMFiT vs scratch on 1,000 SST-2 labels\n"
+    "demo": "transferlab demo            # ULMFiT (general-en 1h LM, cached) vs scratch on 1,000 SST-2 labels\n"
+            "  transferlab demo --lm ptb   # the same from a small PTB LM, minutes end to end\n"
             "  transferlab demo --quick    # a minute-long smoke run of the same pipeline",
 }
 
@@ -142,6 +148,10 @@ _VECTORS = ("transferlab.recipes.pretrain_vectors", "PretrainVectorsConfig")
 PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only for --help)
     "lm": ("next-word language model (AWD-LSTM)", ("transferlab.recipes.pretrain_lm", "PretrainLMConfig")),
     "bilm": ("ELMo's bidirectional LM over characters", ("transferlab.recipes.pretrain_bilm", "PretrainBiLMConfig")),
+    "mt": ("CoVe's English->German translation model (MT-LSTM over GloVe, attentional decoder)",
+           ("transferlab.recipes.pretrain_mt", "PretrainMTConfig")),
+    "context2vec": ("context2vec: a biLSTM's context of each word, negative sampling against the word",
+                    ("transferlab.recipes.pretrain_context2vec", "PretrainContext2VecConfig")),
     "mlm": ("masked LM (BERT-style Transformer)",
             ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
     "clm": ("causal LM (GPT-style Transformer)",
@@ -203,6 +213,24 @@ def cmd_pretrain(args, overrides) -> None:
     if args.budget and args.objective not in ("lm", "mlm"):
         raise ConfigError(f"--budget presets exist for `pretrain lm` and `pretrain mlm`, not {args.objective}")
     args.preset = args.budget or args.preset
+    if args.objective == "context2vec":
+        from transferlab.recipes import pretrain_context2vec
+
+        if args.encoder not in (None, "context2vec") or args.init:
+            raise ConfigError("`pretrain context2vec` trains from scratch: --encoder and --init do not apply")
+        cfg = _load(pretrain_context2vec.PretrainContext2VecConfig, args, overrides, "context2vec",
+                    {"data.corpus": args.corpus, "resume": args.resume or None})
+        print(json.dumps(pretrain_context2vec.run(cfg), indent=2))
+        return
+    if args.objective == "mt":
+        from transferlab.recipes import pretrain_mt
+
+        if args.encoder not in (None, "cove") or args.init:
+            raise ConfigError("`pretrain mt` trains CoVe (--encoder cove) from scratch; --init does not apply")
+        cfg = _load(pretrain_mt.PretrainMTConfig, args, overrides, "mt",
+                    {"data.corpus": args.corpus, "resume": args.resume or None})
+        print(json.dumps(pretrain_mt.run(cfg), indent=2))
+        return
     if args.objective == "bilm":
         from transferlab.recipes import pretrain_bilm
 
@@ -285,6 +313,17 @@ def cmd_predict(args, overrides) -> None:
         predict(args.model, texts, sys.stdout)
 
 
+def cmd_translate(args, overrides) -> None:
+    from transferlab.data.readers import TextLines
+    from transferlab.recipes.pretrain_mt import load_translator
+
+    texts = list(args.texts) + (list(TextLines(args.file, skip_empty=False)) if args.file else [])
+    if not texts:
+        texts = [line.strip() for line in sys.stdin]
+    for line in load_translator(args.checkpoint).translate(texts, beam=args.beam, alpha=args.alpha):
+        print(line)
+
+
 def cmd_vectors(args, overrides) -> None:
     if args.action == "classify":
         from transferlab.data.tasks import TaskDataConfig
@@ -295,9 +334,13 @@ def cmd_vectors(args, overrides) -> None:
                               train_size=args.labels or 0, subset_seed=args.seed)
         print(json.dumps(vector_features.run(args.vectors, data, args.pooling, seed=args.seed), indent=2))
         return
+    from transferlab.recipes.pretrain_context2vec import is_context2vec, load_context2vec
     from transferlab.vectors.keyed import load_vectors
 
-    wv = load_vectors(args.vectors)
+    c2v = load_context2vec(args.vectors) if is_context2vec(args.vectors) else None  # its target-word vectors
+    if args.context and (c2v is None or args.action != "neighbors"):
+        raise ValueError("--context goes with `vectors neighbors` of a `pretrain context2vec` checkpoint")
+    wv = c2v.words if c2v is not None else load_vectors(args.vectors)
     if args.action == "eval":
         from transferlab.eval.intrinsic import evaluate, report
 
@@ -308,8 +351,9 @@ def cmd_vectors(args, overrides) -> None:
 
             write_json(scores, args.json)
     elif args.action == "neighbors":
-        for word in args.words:
-            pairs = wv.neighbors(word, topn=args.topn, restrict_vocab=args.restrict_vocab or None)
+        queries = [(args.context, c2v.context(args.context))] if args.context else []
+        for word, query in queries + [(w, w) for w in args.words]:
+            pairs = wv.neighbors(query, topn=args.topn, restrict_vocab=args.restrict_vocab or None)
             print(f"{word}: " + ", ".join(f"{w} {s:.3f}" for w, s in pairs))
     elif args.action == "analogy":
         if len(args.words) != 3:
@@ -364,7 +408,7 @@ def cmd_curve(args, overrides) -> None:
 def cmd_demo(args, overrides) -> None:
     from transferlab.recipes import demo
 
-    demo.run(quick=args.quick, out=args.out or ("runs/demo-quick" if args.quick else "runs/demo"))
+    demo.run(quick=args.quick, out=args.out or ("runs/demo-quick" if args.quick else "runs/demo"), lm=args.lm)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -438,12 +482,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", help="write JSONL here instead of standard output")
     p.set_defaults(func=cmd_predict)
 
+    p = _parser("translate", sub, "translate English with a `pretrain mt` model (CoVe's), one line per text")
+    p.add_argument("checkpoint", help="a `pretrain mt` checkpoint folder (or its run folder: its best)")
+    p.add_argument("texts", nargs="*", help="English texts (else --file, else standard input)")
+    p.add_argument("--file", help="a text file, one text per line (a blank line gives a blank line)")
+    p.add_argument("--beam", type=int, help="beam size; 1 = greedy (default: the checkpoint's generate.beam)")
+    p.add_argument("--alpha", type=float, help="length normalization, score / length**alpha (default: the "
+                                               "checkpoint's generate.alpha)")
+    p.set_defaults(func=cmd_translate)
+
     p = _parser("vectors", sub, "static word vectors: intrinsic evaluation, neighbours, analogies, conversion")
     p.add_argument("action", choices=["eval", "neighbors", "analogy", "convert", "classify"],
                    help="classify: logistic regression on bag-of-vectors (or paragraph-vector) features of a task")
     p.add_argument("vectors", help="a catalog name (glove-6b-50d), a WordVectors folder, or a word2vec/GloVe "
-                                   "text or binary file; classify also takes a `pretrain doc2vec` folder")
+                                   "text or binary file, a `pretrain context2vec` checkpoint (its target words); "
+                                   "classify also takes a `pretrain doc2vec` folder")
     p.add_argument("words", nargs="*", help="neighbors: words; analogy: A B C; convert: the output path")
+    p.add_argument("--context", help="neighbors of a `pretrain context2vec` checkpoint: the words that fit the "
+                                     "[] slot of this sentence, 'I drank a [] of tea'")
     p.add_argument("--topn", type=int, default=10)
     p.add_argument("--restrict-vocab", type=int, default=0, help="search only the N most frequent words")
     p.add_argument("--method", choices=["add", "mul"], default="add", help="analogy: 3CosAdd or 3CosMul")
@@ -506,6 +562,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _parser("demo", sub, "the main job: ULMFiT vs from scratch on 1,000 SST-2 labels, with a chart")
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in about a minute")
+    p.add_argument("--lm", default="auto", help="auto (default): the general-en `--budget 1h` LM, reused from "
+                   "the cache or pretrained once (about an hour); ptb: the small PTB LM (minutes; no transfer "
+                   "gain at 1,000 labels); or a `pretrain lm` checkpoint folder")
     p.add_argument("--out", help="output folder (default runs/demo)")
     p.set_defaults(func=cmd_demo)
     return parser

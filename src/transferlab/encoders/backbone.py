@@ -8,6 +8,8 @@
   word-level like the AWD-LSTM, from scratch (its embeddings from ``--vectors`` if given);
 - ``transformer``: our Transformer, from a ``pretrain mlm|clm`` checkpoint (``--pretrained``) or
   from scratch with a WordPiece/BPE tokenizer trained on the task's text;
+- ``cove``: CoVe, the frozen MT-LSTM of a ``pretrain mt`` checkpoint (``--pretrained``) read as
+  ``[GloVe; MT-LSTM states]``, a task's words given their GloVe vectors (:func:`cove_backbone`);
 - anything else: a pretrained Hugging Face model (``minilm-l6``, a folder, a hub id), through
   :func:`transferlab.encoders.hf.load_pretrained`.
 
@@ -34,6 +36,7 @@ from torch import nn
 from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig
 from transferlab.encoders.hf import hf_max_len, load_pretrained
@@ -275,7 +278,7 @@ def checkpoint_family(path: str | Path) -> str | None:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    return next((fam for fam in ("elmo", "awd_lstm", "transformer") if fam in config), None)
+    return next((fam for fam in ("elmo", "cove", "awd_lstm", "transformer") if fam in config), None)
 
 
 def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
@@ -302,6 +305,20 @@ def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable
     return word_backbone(TagLM(tcfg, vocab.itos, bilm=bilm), vocab, text, max_len, pretrained=False, fam="taglm")
 
 
+def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, trainable: bool = False) -> Backbone:
+    """CoVe (McCann et al. 2017): the MT-LSTM of a ``pretrain mt`` checkpoint (its decoder left out)
+    over the English vocabulary's GloVe rows, frozen unless ``trainable``; a task's word outside
+    that vocabulary gets its GloVe vector (:meth:`~transferlab.encoders.cove.CoVe.add_words`)."""
+    ckpt = load_checkpoint(path)
+    if "vocab" not in ckpt.files or "cove" not in ckpt.config:
+        raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config and vocabulary)")
+    encoder = CoVe(from_dict(CoVeConfig, ckpt.config["cove"], "cove."))
+    load_encoder_weights(encoder, path)
+    if not trainable:
+        encoder.freeze()
+    return word_backbone(encoder, Vocab.from_dict(ckpt.files["vocab"]), text, max_len, pretrained=True, fam="cove")
+
+
 def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
     """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
     tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
@@ -311,6 +328,8 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Ba
     if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax
         encoder, vocab = load_bilm(path)
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="elmo")
+    if "vocab" in ckpt.files and "cove" in ckpt.config:  # pretrain mt: CoVe's MT-LSTM without its decoder
+        return cove_backbone(path, text, max_len)
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])
         cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")

@@ -25,6 +25,7 @@ from torch import nn
 
 from transferlab.config import from_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.hf import HFEncoder, hf_max_len, is_causal
@@ -86,6 +87,10 @@ ENCODERS: dict[str, Family] = {
         "words", lambda spec, files: TagLM(from_dict(TagLMConfig, spec["config"], "taglm."), files["vocab"]["itos"]),
         causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=TagLM,
         config=TagLMConfig),
+    "cove": Family(  # pretrained by `pretrain mt` (its MT-LSTM; the decoder left out); GloVe rows saved with it
+        "words", lambda spec, files: CoVe(from_dict(CoVeConfig, spec["config"], "cove.")),
+        causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=CoVe,
+        config=CoVeConfig),
     "static": Family(
         "vectors", _rebuild_static, causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="mean",
         module=StaticEncoder),

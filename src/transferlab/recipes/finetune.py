@@ -81,6 +81,7 @@ class FinetuneConfig:
     taglm: TagLMConfig = field(default_factory=TagLMConfig)  # --encoder taglm --pretrained BILM (a tagger)
     subword: bb.SubwordConfig = field(default_factory=bb.SubwordConfig)
     scratch_min_freq: int = 1
+    cove_trainable: bool = False  # --encoder cove: fine-tune the MT-LSTM too (the paper keeps it frozen)
     # finetune: the whole encoder trains (with the ULMFiT techniques); features: it is frozen and
     # read through ELMo's learned scalar mix of its layers, only the mix and the head train (at
     # train.lr, FEATURES_DEFAULTS unless set), each sequence's layers computed once (up to features_cache_gb)
@@ -127,6 +128,10 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
         if not cfg.pretrained:
             raise ValueError("--encoder elmo needs --pretrained: a `transferlab pretrain bilm` checkpoint")
         return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len)  # ELMo, open vocabulary
+    if fam == "cove" or (cfg.pretrained and bb.checkpoint_family(cfg.pretrained) == "cove"):
+        if not cfg.pretrained:
+            raise ValueError("--encoder cove needs --pretrained: a `transferlab pretrain mt` checkpoint")
+        return bb.cove_backbone(cfg.pretrained, cfg.text, cfg.data.max_len, trainable=cfg.cove_trainable)
     wv = _vectors(cfg, fam)
     if fam not in buildable():  # a model that is loaded, never built: a Hugging Face model, word vectors
         return _loaded_backbone(cfg, fam)
