@@ -84,3 +84,22 @@ def test_a_run_folder_needs_resume_and_a_context_needs_a_checkpoint(trained, tmp
     with pytest.raises(SystemExit):
         cli.main(["vectors", "neighbors", str(trained / "run" / "best"), "--context", "no slot here"])
     assert "exactly one [] slot" in capsys.readouterr().err
+
+
+def test_finetune_takes_the_checkpoint(trained, tmp_path, capsys):
+    """context2vec is an encoder like any other: `finetune --pretrained` reads its context vectors
+    (the registry's pretrained-only route); `--encoder context2vec` alone names what it needs."""
+    rows = [(f"{w} drank a cup of {d}", "drink") for w, d in zip(["she", "he"] * 5, DRINKS * 2)]
+    rows += [(f"the {a} chased the {b}", "chase") for a, b in zip(ANIMALS, ANIMALS[1:] + ANIMALS[:1])] * 2
+    (tmp_path / "t.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    out = tmp_path / "clf"
+    assert cli.main(["finetune", "--train", str(tmp_path / "t.tsv"), "--text-col", "text", "--label-col", "label",
+                     "--pretrained", str(trained / "run" / "best"), "--preset", "tiny", "--out", str(out),
+                     "--train.progress=false"]) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["encoder"] == "awd_lstm" and summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
+    assert json.loads((out / "last" / "encoder.json").read_text())["name"] == "context2vec"
+    with pytest.raises(SystemExit):
+        cli.main(["finetune", "--encoder", "context2vec", "--train", str(tmp_path / "t.tsv"), "--text-col", "text",
+                  "--label-col", "label", "--out", str(tmp_path / "no")])
+    assert "needs --pretrained: a `transferlab pretrain context2vec` checkpoint" in capsys.readouterr().err

@@ -36,6 +36,7 @@ from torch import nn
 from transferlab.checkpoint import load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
+from transferlab.encoders.context2vec import Context2Vec, Context2VecConfig
 from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig
@@ -278,7 +279,7 @@ def checkpoint_family(path: str | Path) -> str | None:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    return next((fam for fam in ("elmo", "cove", "awd_lstm", "transformer") if fam in config), None)
+    return next((fam for fam in ("elmo", "cove", "context2vec", "awd_lstm", "transformer") if fam in config), None)
 
 
 def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
@@ -319,9 +320,11 @@ def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, train
     return word_backbone(encoder, Vocab.from_dict(ckpt.files["vocab"]), text, max_len, pretrained=True, fam="cove")
 
 
-def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Backbone:
+def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, trainable: bool = False) -> Backbone:
     """The encoder of a pretraining checkpoint: ``pretrain mlm|clm`` (our Transformer and its
-    tokenizer) or ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out)."""
+    tokenizer), ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out),
+    ``pretrain bilm`` (ELMo), ``pretrain mt`` (CoVe, frozen unless ``trainable``) or ``pretrain
+    context2vec`` (its context vectors; the negative-sampling table left out)."""
     ckpt = load_checkpoint(path)
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
@@ -329,7 +332,12 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None) -> Ba
         encoder, vocab = load_bilm(path)
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="elmo")
     if "vocab" in ckpt.files and "cove" in ckpt.config:  # pretrain mt: CoVe's MT-LSTM without its decoder
-        return cove_backbone(path, text, max_len)
+        return cove_backbone(path, text, max_len, trainable)
+    if "vocab" in ckpt.files and "context2vec" in ckpt.config:
+        vocab = Vocab.from_dict(ckpt.files["vocab"])
+        encoder = Context2Vec(from_dict(Context2VecConfig, ckpt.config["context2vec"], "context2vec."))
+        load_encoder_weights(encoder, path)
+        return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="context2vec")
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])
         cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")

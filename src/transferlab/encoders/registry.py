@@ -25,6 +25,7 @@ from torch import nn
 
 from transferlab.config import from_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+from transferlab.encoders.context2vec import Context2Vec, Context2VecConfig
 from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
@@ -48,6 +49,8 @@ class Family:
     module: type[nn.Module] | None = None
     config: type | None = None
     new: Callable[[Any, int, int], nn.Module] | None = None  # (config, vocab_size, pad_id) -> at random init
+    # a family that exists only pretrained: the command whose checkpoint `finetune --pretrained` takes
+    pretrained_by: str | None = None
 
 
 def _rebuild(module: type[nn.Module], config: type, name: str) -> Callable[[dict, dict], nn.Module]:
@@ -82,7 +85,7 @@ ENCODERS: dict[str, Family] = {
     "elmo": Family(  # pretrained by `pretrain bilm`; its character table is rebuilt from the vocabulary
         "words", lambda spec, files: ELMo(from_dict(ELMoConfig, spec["config"], "elmo."), files["vocab"]["itos"]),
         causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=ELMo,
-        config=ELMoConfig),
+        config=ELMoConfig, pretrained_by="pretrain bilm"),
     "taglm": Family(  # finetune --encoder taglm --pretrained BILM: a tagger with the frozen biLM inside
         "words", lambda spec, files: TagLM(from_dict(TagLMConfig, spec["config"], "taglm."), files["vocab"]["itos"]),
         causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=TagLM,
@@ -90,7 +93,11 @@ ENCODERS: dict[str, Family] = {
     "cove": Family(  # pretrained by `pretrain mt` (its MT-LSTM; the decoder left out); GloVe rows saved with it
         "words", lambda spec, files: CoVe(from_dict(CoVeConfig, spec["config"], "cove.")),
         causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="concat", module=CoVe,
-        config=CoVeConfig),
+        config=CoVeConfig, pretrained_by="pretrain mt"),
+    "context2vec": Family(  # pretrained by `pretrain context2vec`: each word's context vector (the word left out)
+        "words", _rebuild(Context2Vec, Context2VecConfig, "context2vec"), causal=lambda spec, enc: False,
+        max_len=lambda spec, enc: None, pooling="mean", module=Context2Vec, config=Context2VecConfig,
+        pretrained_by="pretrain context2vec"),
     "static": Family(
         "vectors", _rebuild_static, causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="mean",
         module=StaticEncoder),

@@ -124,14 +124,13 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     fam = bb.family(cfg.encoder)
     if fam == "taglm":
         return _taglm_backbone(cfg, data)
-    if fam == "elmo" or (cfg.pretrained and bb.checkpoint_family(cfg.pretrained) == "elmo"):
+    held = bb.checkpoint_family(cfg.pretrained) if cfg.pretrained else None
+    only = next((f for f in (fam, held) if f in ENCODERS and ENCODERS[f].pretrained_by), None)
+    if only is not None:  # a family that exists only pretrained: ELMo, CoVe, context2vec
         if not cfg.pretrained:
-            raise ValueError("--encoder elmo needs --pretrained: a `transferlab pretrain bilm` checkpoint")
-        return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len)  # ELMo, open vocabulary
-    if fam == "cove" or (cfg.pretrained and bb.checkpoint_family(cfg.pretrained) == "cove"):
-        if not cfg.pretrained:
-            raise ValueError("--encoder cove needs --pretrained: a `transferlab pretrain mt` checkpoint")
-        return bb.cove_backbone(cfg.pretrained, cfg.text, cfg.data.max_len, trainable=cfg.cove_trainable)
+            raise ValueError(f"--encoder {fam} needs --pretrained: a `transferlab {ENCODERS[fam].pretrained_by}` "
+                             f"checkpoint")
+        return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len, trainable=cfg.cove_trainable)
     wv = _vectors(cfg, fam)
     if fam not in buildable():  # a model that is loaded, never built: a Hugging Face model, word vectors
         return _loaded_backbone(cfg, fam)
