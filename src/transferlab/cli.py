@@ -160,16 +160,17 @@ PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only f
 }
 
 
-def settings_help(cls, prefix: str = "") -> list[str]:
-    """Every field of a config dataclass as ``section.key=default``, nested sections flattened."""
+def settings_help(cls, prefix: str = "", value=None) -> list[str]:
+    """Every field of a config dataclass as ``section.key=default``, nested sections flattened; a
+    nested section shows its field's own default (``TrainConfig(lr=1e-2)``), not its class's."""
     import dataclasses
 
+    value = value if value is not None else cls()
     lines, own = [], []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+        default = getattr(value, f.name)
         if dataclasses.is_dataclass(default):
-            lines += settings_help(type(default), f"{prefix}{f.name}.")
+            lines += settings_help(type(default), f"{prefix}{f.name}.", default)
         else:
             own.append(f"{prefix}{f.name}={json.dumps(default) if isinstance(default, (str, bool)) else default}")
     return ([("  " + " ".join(own))] if own else []) + lines

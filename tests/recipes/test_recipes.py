@@ -157,6 +157,10 @@ def test_pretrain_objective_help_lists_its_settings(capsys):
     with pytest.raises(SystemExit):
         cli.main(["pretrain", "bilm", "--help"])
     assert "elmo.hidden_dim=2048" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["pretrain", "mlm", "--help"])
+    out = capsys.readouterr().out  # a section's own default (TrainConfig(lr=5e-4)), not TrainConfig's 1e-3
+    assert "train.lr=0.0005" in out and "transformer.max_len=128" in out
 
 
 def test_lm_stage_trains_the_tied_embedding_at_the_top_rate():
