@@ -38,6 +38,7 @@ from transferlab.data.tasks import TaskDataConfig  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lm", default="", help="a `pretrain lm` checkpoint for ulmfit; omit to pretrain one on PTB")
+    ap.add_argument("--mlm", default="", help="a `pretrain mlm` checkpoint for the mlm method (add mlm to --methods)")
     ap.add_argument("--out", default="runs/bench/curve-sst2")
     ap.add_argument("--sizes", default="50,100,200,500,1000,2000,all")
     ap.add_argument("--seeds", type=int, default=3)
@@ -51,7 +52,8 @@ def main() -> None:
                     help="train nothing: the figures, chart and JSON of the cells recorded so far")
     args = ap.parse_args()
     cfg = curve.CurveConfig(data=TaskDataConfig(task="sst2", valid_size=args.valid_size), sizes=args.sizes,
-                            seeds=args.seeds, methods=args.methods, preset=args.preset, lm=args.lm, out=args.out,
+                            seeds=args.seeds, methods=args.methods, preset=args.preset, lm=args.lm, mlm=args.mlm,
+                            out=args.out,
                             record=args.record, finetune=("train.threads=2", "train.log_every=0"),
                             report_only=args.report_only)
     summary = curve.run(cfg)

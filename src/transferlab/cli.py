@@ -400,7 +400,7 @@ def cmd_curve(args, overrides) -> None:
     for_methods = [o.removeprefix("--") for o in overrides if o not in mine]
     cfg = _load(curve.CurveConfig, args, mine, "curve",
                 _task_data(args) | {"sizes": args.sizes, "seeds": args.seeds, "methods": args.methods,
-                 "methods_file": args.methods_file, "lm": args.lm, "preset": args.method_preset,
+                 "methods_file": args.methods_file, "lm": args.lm, "mlm": args.mlm, "preset": args.method_preset,
                  "reference": args.reference, "finetune": for_methods or None,
                  "report_only": args.report_only or None})
     curve.run(cfg)
@@ -552,6 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--methods-file", help="a TOML of your own methods, tables of finetune overrides (methods_file)")
     p.add_argument("--lm", help="the pretrained LM of ulmfit, a `pretrain lm` checkpoint folder; omit to "
                                 "pretrain one on PTB (lm)")
+    p.add_argument("--mlm", help="the masked LM of the mlm method, a `pretrain mlm` checkpoint folder (mlm)")
     p.add_argument("--preset", dest="method_preset", metavar="PRESET",
                    help="the finetune preset of the methods that do not name their own: small (default), tiny (preset)")
     p.add_argument("--reference", help="the method whose all-labels score the others must reach (reference)")

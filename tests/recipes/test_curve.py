@@ -173,6 +173,8 @@ def test_bad_input_is_named(task, tmp_path):
         load_config(curve.CurveConfig, None, ['sizes="100,lots"'])
     with pytest.raises(ValueError, match="twice"):
         curve.CurveConfig(methods="scratch,scratch")
+    with pytest.raises(ConfigError, match="method mlm starts from a masked LM: pass --mlm"):
+        curve.run(curve.CurveConfig(methods="scratch,mlm", out=str(tmp_path)))
     (tmp_path / "curve.jsonl").write_text(json.dumps({"method": "scratch", "size": 16, "seed": 0, "metric": "accuracy",
                                                       "score": 0.5, "task": "sst2"}) + "\n")
     with pytest.raises(ValueError, match="holds a curve of sst2"):
@@ -204,12 +206,13 @@ def test_methods_file_adds_and_changes_methods(tmp_path):
 
 
 def test_every_packaged_method_builds_its_config(tmp_path):
-    names = "scratch,glove,ulmfit,minilm,features,fasttext"
-    cfg = curve.CurveConfig(methods=names, lm="runs/lm/best", out=str(tmp_path))
+    names = "scratch,glove,ulmfit,minilm,features,fasttext,mlm"
+    cfg = curve.CurveConfig(methods=names, lm="runs/lm/best", mlm="runs/mlm/best", out=str(tmp_path))
     built = {n: curve.cell_config(cfg, n, m, 100, 0, cfg.lm) for n, m in curve.load_methods(cfg).items()}
     assert {n: c.encoder for n, c in built.items()} == {
         "scratch": "awd_lstm", "glove": "awd_lstm", "ulmfit": "awd_lstm", "minilm": "minilm-l6",
-        "features": "minilm-l6", "fasttext": "fasttext"}
+        "features": "minilm-l6", "fasttext": "fasttext", "mlm": "transformer"}
+    assert built["mlm"].pretrained == "runs/mlm/best" and built["mlm"].train.lr == 1e-4  # defaults_transformer
     assert built["glove"].vectors == "glove-6b-50d" and not built["scratch"].vectors and not built["scratch"].pretrained
     assert built["features"].adapt == "features" and built["minilm"].adapt == "finetune"
     assert built["minilm"].train.lr == 5e-5 and built["scratch"].awd_lstm.dim == 200  # BERT's recipe; small preset

@@ -59,6 +59,7 @@ from transferlab.tasks.model import main_metric
 
 METHODS_FILE = PRESET_DIR / "curve_methods.toml"
 LM_PLACEHOLDER = "{lm}"
+MLM_PLACEHOLDER = "{mlm}"
 _PER_CELL = ("train_size", "subset_seed")  # data fields the curve sets for each cell
 
 
@@ -73,6 +74,7 @@ class CurveConfig:
     reference: str = "scratch"  # sample efficiency: what this method reaches with all labels
     min_steps: int = 200  # optimizer steps a cell trains at least (more epochs on few labels); 0 = off
     lm: str = ""  # a `pretrain lm` checkpoint for "{lm}"; "" = pretrain one on PTB in OUT/lm-ptb
+    mlm: str = ""  # a `pretrain mlm` checkpoint for "{mlm}" (the mlm method); needed by methods that name it
     finetune: tuple[str, ...] = ()  # finetune overrides for every method ("train.threads=2")
     out: str = "runs/curve"
     record: str = ""  # the JSONL of finished cells; "" = OUT/curve.jsonl (elsewhere: kept apart from OUT)
@@ -153,14 +155,18 @@ def load_methods(cfg: CurveConfig) -> dict[str, dict]:
     return {name: tables[name] for name in names}
 
 
-def _fill(value, lm: str):
+def _fill(value, lm: str, mlm: str):
     if isinstance(value, dict):
-        return {k: _fill(v, lm) for k, v in value.items()}
-    return value.replace(LM_PLACEHOLDER, lm) if isinstance(value, str) else value
+        return {k: _fill(v, lm, mlm) for k, v in value.items()}
+    return value.replace(LM_PLACEHOLDER, lm).replace(MLM_PLACEHOLDER, mlm) if isinstance(value, str) else value
 
 
 def needs_lm(method: dict) -> bool:
     return LM_PLACEHOLDER in json.dumps(method)
+
+
+def needs_mlm(method: dict) -> bool:
+    return MLM_PLACEHOLDER in json.dumps(method)
 
 
 def _data_overrides(data: TaskDataConfig) -> list[str]:
@@ -184,7 +190,7 @@ def _lm_stage_folder(cfg: CurveConfig, ft: finetune.FinetuneConfig) -> Path:
 def cell_config(cfg: CurveConfig, name: str, method: dict, size: int, seed: int, lm: str) -> finetune.FinetuneConfig:
     """Family defaults, then the method's preset, then its overrides, the curve's data and
     finetune overrides, then the cell's size, seed and folder (``OUT/cells/METHOD-SIZE-SEED``)."""
-    method = _fill(dict(method), lm)
+    method = _fill(dict(method), lm, cfg.mlm or MLM_PLACEHOLDER)
     preset = method.pop("preset", cfg.preset) or None
     # step logs off (the curve's bar shows progress) unless the method or the user turns them on
     overrides = ["train.log_every=0", *_flatten(method), *_data_overrides(cfg.data), *cfg.finetune]
@@ -302,10 +308,16 @@ def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int
             "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
 
 
-def _current(row: dict, methods: dict[str, dict], lm_id: str | None) -> bool:
-    """Whether a recorded row still stands: a method that starts from the curve's LM must have
-    been run from this LM (rows from another stay in the file, left out of this curve)."""
+def mlm_id(mlm: str) -> str:
+    return str(Path(mlm).resolve()) if mlm else ""
+
+
+def _current(row: dict, methods: dict[str, dict], lm_id: str | None, cfg_mlm: str = "") -> bool:
+    """Whether a recorded row still stands: a method that starts from the curve's LM (or masked LM)
+    must have been run from this one (rows from another stay in the file, left out of this curve)."""
     method = methods.get(row["method"])
+    if method is not None and needs_mlm(method) and row.get("mlm") != mlm_id(cfg_mlm):
+        return False
     return method is None or not needs_lm(method) or row.get("lm_id") == lm_id
 
 
@@ -326,6 +338,9 @@ def run(cfg: CurveConfig) -> dict:
     methods = load_methods(cfg)
     for m in methods:  # a bad method config fails now, not hours into the curve
         cell_config(cfg, m, methods[m], 1, 0, cfg.lm or LM_PLACEHOLDER)
+        if needs_mlm(methods[m]) and not (cfg.mlm and Path(cfg.mlm).is_dir()):
+            raise ConfigError(f"method {m} starts from a masked LM: pass --mlm, a `transferlab pretrain mlm` "
+                              f"checkpoint folder (`transferlab pretrain mlm --budget 1h`), not {cfg.mlm!r}")
     _check_lm(cfg)
     n_train = len(load_task(cfg.data)["train"])
     sizes, notes = curves.resolve_sizes(cfg.sizes, n_train)
@@ -342,8 +357,8 @@ def run(cfg: CurveConfig) -> dict:
 
     grid = [(m, size, seed) for size in sizes for seed in range(cfg.seeds) for m in methods]
     lm_id = lm_identity(cfg) if any(needs_lm(m) for m in methods.values()) else None
-    current = [r for r in record.rows if _current(r, methods, lm_id)]
-    stale = {curves.row_key(r) for r in record.rows if not _current(r, methods, lm_id)} & set(grid)
+    current = [r for r in record.rows if _current(r, methods, lm_id, cfg.mlm)]
+    stale = {curves.row_key(r) for r in record.rows if not _current(r, methods, lm_id, cfg.mlm)} & set(grid)
     if stale:
         notes.append(f"{len(stale)} cell(s) recorded from another language model than this one (LM id {lm_id}) "
                      f"are left out of the curve and run again")
@@ -367,6 +382,8 @@ def run(cfg: CurveConfig) -> dict:
         row = run_cell(cfg, ft, name, size, seed)
         if needs_lm(methods[name]):
             row["lm_id"] = lm_id
+        if needs_mlm(methods[name]):
+            row["mlm"] = mlm_id(cfg.mlm)
         record.append(row)
         current.append(row)
         if not cfg.keep_checkpoints:
