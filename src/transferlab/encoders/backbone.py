@@ -296,13 +296,15 @@ def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
 def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[str], text: TextConfig,
                    max_len: int | None, min_freq: int = 1, word_dim: int | None = None) -> Backbone:
     """TagLM (Peters et al. 2017) on the task's word vocabulary, with the frozen biLM of
-    ``bilm_path`` inserted after its first RNN layer; ``word_dim`` follows ``--vectors``."""
-    bilm, _ = load_bilm(bilm_path)
+    ``bilm_path`` inserted after its first RNN layer (none under ``use_lm=false``: the baseline
+    tagger); ``word_dim`` follows ``--vectors``."""
+    bilm = load_bilm(bilm_path)[0] if cfg.use_lm else None
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
     tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
-                               word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg)
-    log(f"taglm: the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) "
-        f"after the first {tcfg.rnn.upper()} layer; {len(vocab):,} task words")
+                               word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg if bilm is not None else cfg.bilm)
+    lm = (f"the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) after the "
+          f"first {tcfg.rnn.upper()} layer" if bilm is not None else "no LM embedding (the baseline tagger)")
+    log(f"taglm: {lm}; {len(vocab):,} task words")
     return word_backbone(TagLM(tcfg, vocab.itos, bilm=bilm), vocab, text, max_len, pretrained=False, fam="taglm")
 
 

@@ -15,6 +15,9 @@ states half-way up. For each token:
 4. the second bidirectional RNN layer over ``[layer 1 ; LM embedding]`` (the paper's best
    place to insert it, section 3.4), whose states the tagging head reads (softmax per token).
 
+``use_lm=false`` leaves step 3 out: the paper's baseline tagger (no LM embedding), the same
+architecture otherwise, so the two differ only in what the biLM adds.
+
 ``layers`` are the two RNN layers' outputs (``2 * hidden_dim`` each), ``hidden`` the second.
 ``layer_groups()`` holds only what trains (token layer, RNN 1, RNN 2): the biLM stays frozen.
 Word ids index the task vocabulary given to the constructor; :meth:`add_words` appends words
@@ -48,6 +51,7 @@ class TagLMConfig:
     hidden_dim: int = 200  # per direction, both RNN layers
     dropout: float = 0.5  # on the token representation and between the layers
     bilm: ELMoConfig = field(default_factory=ELMoConfig)  # the pretrained biLM's shape (from its checkpoint)
+    use_lm: bool = True  # false: the baseline tagger without the biLM (Peters et al. 2017's "no LM" row)
 
     def __post_init__(self) -> None:
         for name in ("word_dim", "max_chars", "char_dim", "hidden_dim"):
@@ -71,9 +75,11 @@ class TagLM(nn.Module):
         self.register_buffer("chars", torch.zeros(1, cfg.max_chars, dtype=torch.long), persistent=False)
         rnn = nn.GRU if cfg.rnn == "gru" else nn.LSTM
         self.rnn1 = rnn(cfg.word_dim + self.char_cnn.dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
-        self.bilm = bilm if bilm is not None else ELMo(cfg.bilm)
-        self.bilm.requires_grad_(False)
-        self.rnn2 = rnn(2 * cfg.hidden_dim + self.bilm.dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
+        self.bilm = (bilm if bilm is not None else ELMo(cfg.bilm)) if cfg.use_lm else None
+        if self.bilm is not None:
+            self.bilm.requires_grad_(False)
+        lm_dim = self.bilm.dim if self.bilm is not None else 0
+        self.rnn2 = rnn(2 * cfg.hidden_dim + lm_dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(cfg.dropout)
         self.dim = 2 * cfg.hidden_dim
         self.set_words(words)
@@ -82,7 +88,8 @@ class TagLM(nn.Module):
         """The character tables (the tagger's and the biLM's) for a word list, index = word id."""
         table = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
         self.chars = table.to(self.chars.device)
-        self.bilm.set_words(words)
+        if self.bilm is not None:
+            self.bilm.set_words(words)
 
     def add_words(self, words: list[str]) -> list[int]:
         """Append words unseen in training (their characters; the word embedding is ``<unk>``'s)."""
@@ -90,12 +97,14 @@ class TagLM(nn.Module):
         start = self.chars.size(0)
         if words:
             self.chars = torch.cat([self.chars, rows.to(self.chars.device)])
-            self.bilm.add_words(words)
+            if self.bilm is not None:
+                self.bilm.add_words(words)
         return list(range(start, start + len(words)))
 
     def train(self, mode: bool = True) -> TagLM:
         super().train(mode)
-        self.bilm.eval()  # frozen: its dropout stays off
+        if self.bilm is not None:
+            self.bilm.eval()  # frozen: its dropout stays off
         return self
 
     def _packed(self, rnn: nn.RNNBase, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -113,9 +122,12 @@ class TagLM(nn.Module):
         chars = self.char_cnn(self.chars[ids].reshape(B * T, -1)).reshape(B, T, -1)  # (B, T, F)
         x = self.drop(torch.cat([self.embedding(words), chars], dim=-1))  # (B, T, word_dim + F)
         h1 = self._packed(self.rnn1, x, lengths)  # (B, T, 2 hidden)
-        with torch.no_grad():
-            lm = self.bilm(ids, mask).hidden  # (B, T, 2 bilm.dim), the biLM's top layer
-        h2 = self._packed(self.rnn2, self.drop(torch.cat([h1, lm.to(h1.dtype)], dim=-1)), lengths)
+        x2 = h1
+        if self.bilm is not None:
+            with torch.no_grad():
+                lm = self.bilm(ids, mask).hidden  # (B, T, 2 bilm.dim), the biLM's top layer
+            x2 = torch.cat([h1, lm.to(h1.dtype)], dim=-1)  # (B, T, 2 hidden + 2 bilm.dim)
+        h2 = self._packed(self.rnn2, self.drop(x2), lengths)
         return EncoderOutput(hidden=h2, layers=[h1, h2])
 
     def layer_groups(self) -> list[nn.Module]:
