@@ -54,12 +54,12 @@ def pretrain(checkpoint: Path) -> dict:
     return json.loads(done.read_text())
 
 
-def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path) -> dict:
+def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path, threads: int = 2) -> dict:
     labels, epochs, max_len, _, _ = TASKS[task]
     cfg = finetune.load_finetune_config(None, [
         'encoder="transformer"', f'pretrained="{checkpoint}"', f"reinit={str(method == 'scratch').lower()}",
         f'data.task="{task}"', f"data.train_size={labels}", f"data.subset_seed={seed}", f"data.max_len={max_len}",
-        f"train.epochs={epochs}", f"train.seed={seed}", "train.threads=2", "train.log_every=0",
+        f"train.epochs={epochs}", f"train.seed={seed}", f"train.threads={threads}", "train.log_every=0",
         "train.progress=false", f'out="{out}"'])
     return finetune.run(cfg)
 
@@ -84,6 +84,7 @@ def main() -> None:
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--record", default="mlm_transfer", help="the results/NAME.json to write")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
     args = ap.parse_args()
     out, tasks = Path(args.out), args.tasks.split(",")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -97,7 +98,7 @@ def main() -> None:
             for method in METHODS:
                 if (task, method, seed) in rows:
                     continue
-                s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}")
+                s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}", args.threads)
                 score = s[TASKS[task][4]]
                 row = {"task": task, "method": method, "seed": seed, "score": score, "wall_s": s["wall_s"],
                        "train_size": s["train_size"]}
