@@ -22,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 
 from transferlab.config import ConfigError
+from transferlab.log import log
 
 MODEL = "model.safetensors"
 CONFIG = "config.json"
@@ -123,7 +125,27 @@ def load_weights(model: nn.Module, path: str | Path, strict: bool = True):
     weights, meta = _read_safetensors(file)
     for alias, name in json.loads(meta.get("aliases", "{}")).items():
         weights[alias] = weights[name]
+    check_shapes(unwrap(model), weights, file, strict)
     return unwrap(model).load_state_dict(weights, strict=strict)
+
+
+def check_shapes(model: nn.Module, weights: dict[str, Tensor], file: str | Path, strict: bool = True) -> None:
+    """Weights that do not fit the model built from the checkpoint's config (an edited config.json,
+    another run's folder) are a CheckpointError naming the file, the tensor and both shapes, not
+    PyTorch's page-long state_dict dump."""
+    own = unwrap(model).state_dict()
+    config = f"the model that {Path(file).parent}'s config.json (and encoder.json, if any) describes"
+    for name, t in weights.items():
+        if name in own and tuple(own[name].shape) != tuple(t.shape):
+            raise CheckpointError(f"{file}: tensor {name!r} has shape {tuple(t.shape)}, but {config} has "
+                                  f"{tuple(own[name].shape)}: the config does not match the weights (an edited "
+                                  f"config, or another run's checkpoint)")
+    missing, unexpected = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
+    if strict and (missing or unexpected):
+        parts = ([f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}"] if missing else []) + (
+            [f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}"] if unexpected else [])
+        raise CheckpointError(f"{file}: the weights do not fit {config} ({'; '.join(parts)}): "
+                              f"another kind of model's checkpoint?")
 
 
 def has_checkpoint(path: str | Path) -> bool:
@@ -132,12 +154,75 @@ def has_checkpoint(path: str | Path) -> bool:
     return (path / MODEL).exists() or (_old_path(path) / MODEL).exists()
 
 
-def check_run_folder(out: str | Path, resume: bool) -> None:
-    """A run folder that holds a run is continued only when asked (``--resume``), never silently."""
-    last = Path(out) / "last"
-    if has_checkpoint(last) and not resume:
+# settings that change how a run reports or where it runs, not what it computes: a resumed run may differ in them
+# (the train.* ones in any section: lm_finetune.train.progress too)
+RESUME_IGNORES = ("resume", "overwrite", "out", "train.progress", "train.log_every", "train.threads")
+# the run's length: a resumed run may be made longer (or shorter), which the log says
+RESUME_LENGTH = ("train.steps", "train.epochs")
+
+
+def check_run_folder(out: str | Path, resume: bool, config: dict | None = None, overwrite: bool = False,
+                     derived: tuple[str, ...] = ()) -> int | None:
+    """A run folder that holds a run is continued only when asked (``--resume``) and only with the
+    run's own config (the differing keys are named; :data:`RESUME_IGNORES` may differ), never
+    silently; ``overwrite`` moves the old run aside (``OUT.replaced-<time>``) and starts over.
+    Sections in ``derived`` are rewritten by the recipe before saving (an encoder's config with its
+    vocabulary size); they are not compared (a shape change there fails when the weights load).
+    Returns the step a resumed run continues from, else None."""
+    out = Path(out)
+    last = out / "last"
+    if not has_checkpoint(last):
+        return None
+    if overwrite:
+        if out.resolve() in (Path.cwd(), *Path.cwd().parents):
+            raise ConfigError(f"--overwrite would move {out}, which holds the working directory: choose another --out")
+        aside = out.with_name(f"{out.name}.replaced-{time.strftime('%Y%m%d-%H%M%S')}")
+        while aside.exists():
+            aside = aside.with_name(aside.name + "-1")
+        os.replace(out, aside)
+        log(f"{out} held a run; --overwrite moved it to {aside} (delete it when no longer needed) and starts over")
+        return None
+    if not resume:
         raise ConfigError(f"{out} holds a run (its last checkpoint is {last}): pass --resume to continue it, "
-                          f"or choose another --out")
+                          f"--overwrite to start over (the old run is moved aside), or choose another --out")
+    folder = _resolve(last)
+    if config is not None:
+        saved = _read_json(folder / CONFIG)
+        differ = config_differences(saved, config, derived)
+        for k, a, b in [d for d in differ if d[0] in RESUME_LENGTH]:
+            log(f"{k}: {json.dumps(a)} in the run, {json.dumps(b)} now: the resumed run continues to the new length "
+                f"(a schedule over the steps follows the new total)")
+        differ = [d for d in differ if d[0] not in RESUME_LENGTH]
+        if differ:
+            shown = "; ".join(f"{k}: {json.dumps(a)} in the run, {json.dumps(b)} now" for k, a, b in differ[:6])
+            raise ConfigError(f"{out} holds a run with another config ({shown}{' ...' if len(differ) > 6 else ''}): "
+                              f"continue it with the run's own settings, pass --overwrite to start over (the old "
+                              f"run is moved aside), or choose another --out")
+    state = _read_json(folder / STATE) if (folder / STATE).exists() else {}
+    step = int(state.get("step", 0))
+    log(f"resuming from step {step:,} ({folder})")
+    return step
+
+
+def config_differences(saved: dict, config: dict, derived: tuple[str, ...] = ()) -> list[tuple[str, Any, Any]]:
+    """``(dotted key, saved value, new value)`` for every key both configs hold that differs, except
+    :data:`RESUME_IGNORES` and the ``derived`` sections (keys of only one side: another version's)."""
+    a, b = _flatten(saved), _flatten(json.loads(json.dumps(config, default=str)))  # tuples as JSON lists
+    def ignored(k: str) -> bool:
+        return k in RESUME_IGNORES or any(k.endswith("." + i) for i in RESUME_IGNORES if i.startswith("train."))
+
+    return [(k, a[k], b[k]) for k in sorted(set(a) & set(b))
+            if a[k] != b[k] and not ignored(k) and k.split(".", 1)[0] not in derived]
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out |= _flatten(v, f"{prefix}{k}.")
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 def unwrap(model: nn.Module) -> nn.Module:

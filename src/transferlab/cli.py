@@ -54,6 +54,9 @@ EXAMPLES = {
              "  transferlab probe --encoder runs/lm/best --tasks upos,bigram_shift,word_content --corpus my_text.txt\n"
              "  transferlab probe --encoder awd_lstm --tasks upos   # a random-init control\n"
              "  transferlab probe --encoder minilm-l6 --tasks chunk --subword mean --probe mlp",
+    "senteval": "transferlab senteval glove-6b-50d --tasks sst2,mrpc,stsb --max-examples 1000\n"
+                "  transferlab senteval minilm-l6 --pooling cls --supervised-sts\n"
+                "  transferlab senteval runs/mlm/best --tasks sst2,sick-e,sick-r   # a pretrain checkpoint",
     "curve": "transferlab curve --task sst2 --sizes 50,100,200,500,1000,2000,all --seeds 3 "
              "--methods scratch,glove,features,ulmfit,minilm\n"
              "  transferlab curve --task sst2 --methods scratch,ulmfit --lm runs/demo/lm-ptb/best --sizes 100,1000\n"
@@ -78,7 +81,8 @@ def _task_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", help="a catalog task name (data.task): sst2, agnews, conll2003, ...")
     p.add_argument("--train", help="your own training file: .tsv, .csv or .jsonl (texts, pairs), or CoNLL "
                                    ".conll/.conllu/.txt with --tags (tagged words) (data.train)")
-    p.add_argument("--valid", help="your own validation file (data.valid); without it 10%% of train is held out")
+    p.add_argument("--valid", help="your own validation file (data.valid); without it 10%% of train is held out, "
+                                   "and without --test as well another 10%% for test")
     p.add_argument("--test", help="your own test file (data.test)")
     p.add_argument("--text-col", help="text column name or 0-based index (data.text_col)")
     p.add_argument("--text-b-col", help="a pair task's second text column (data.text_b_col)")
@@ -209,6 +213,8 @@ def cmd_pretrain(args, overrides) -> None:
                     {"method": args.objective, "data.corpus": args.corpus})
         print(json.dumps(pretrain_vectors.run(cfg), indent=2))
         return
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume continues the run in --out, --overwrite starts over: pass one of them")
     if args.budget and args.preset:
         raise ConfigError("--budget is a preset: pass --budget or --preset, not both")
     if args.budget and args.objective not in ("lm", "mlm"):
@@ -220,7 +226,8 @@ def cmd_pretrain(args, overrides) -> None:
         if args.encoder not in (None, "context2vec") or args.init:
             raise ConfigError("`pretrain context2vec` trains from scratch: --encoder and --init do not apply")
         cfg = _load(pretrain_context2vec.PretrainContext2VecConfig, args, overrides, "context2vec",
-                    {"data.corpus": args.corpus, "resume": args.resume or None})
+                    {"data.corpus": args.corpus, "resume": args.resume or None,
+                     "overwrite": args.overwrite or None})
         print(json.dumps(pretrain_context2vec.run(cfg), indent=2))
         return
     if args.objective == "mt":
@@ -229,7 +236,8 @@ def cmd_pretrain(args, overrides) -> None:
         if args.encoder not in (None, "cove") or args.init:
             raise ConfigError("`pretrain mt` trains CoVe (--encoder cove) from scratch; --init does not apply")
         cfg = _load(pretrain_mt.PretrainMTConfig, args, overrides, "mt",
-                    {"data.corpus": args.corpus, "resume": args.resume or None})
+                    {"data.corpus": args.corpus, "resume": args.resume or None,
+                     "overwrite": args.overwrite or None})
         print(json.dumps(pretrain_mt.run(cfg), indent=2))
         return
     if args.objective == "bilm":
@@ -238,14 +246,16 @@ def cmd_pretrain(args, overrides) -> None:
         if args.encoder not in (None, "elmo") or args.init:
             raise ConfigError("`pretrain bilm` trains ELMo (--encoder elmo) from scratch; --init does not apply")
         cfg = _load(pretrain_bilm.PretrainBiLMConfig, args, overrides, "bilm",
-                    {"data.corpus": args.corpus, "resume": args.resume or None})
+                    {"data.corpus": args.corpus, "resume": args.resume or None,
+                     "overwrite": args.overwrite or None})
         print(json.dumps(pretrain_bilm.run(cfg), indent=2))
         return
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
 
         cfg = _load(pretrain_lm.PretrainLMConfig, args, overrides, "lm",
-                    {"data.corpus": args.corpus, "encoder": args.encoder, "resume": args.resume or None})
+                    {"data.corpus": args.corpus, "encoder": args.encoder, "resume": args.resume or None,
+                     "overwrite": args.overwrite or None})
         print(json.dumps(pretrain_lm.run(cfg), indent=2))
         return
     from transferlab.recipes import pretrain_transformer
@@ -255,7 +265,7 @@ def cmd_pretrain(args, overrides) -> None:
                           f"to continue from a pretrained model use --init {args.encoder}")
     cfg = _load(pretrain_transformer.PretrainTransformerConfig, args, overrides, args.objective,
                 {"objective": args.objective, "data.corpus": args.corpus, "init": args.init,
-                 "resume": args.resume or None})
+                 "resume": args.resume or None, "overwrite": args.overwrite or None})
     print(json.dumps(pretrain_transformer.run(cfg), indent=2))
 
 
@@ -264,7 +274,7 @@ def cmd_finetune(args, overrides) -> None:
 
     cfg = finetune.load_finetune_config(args.preset, _flags(args, overrides, _task_data(args) | {
         "data.train_size": args.labels, "pretrained": args.pretrained, "encoder": args.encoder,
-        "vectors": args.vectors}), config_file=args.config)
+        "vectors": args.vectors, "overwrite": args.overwrite or None}), config_file=args.config)
     print(json.dumps(finetune.run(cfg), indent=2))
 
 
@@ -279,6 +289,21 @@ def _saved_columns(model: str) -> dict:
             if data.get(k) not in (None, "")}
 
 
+def _check_labels(model: str, cfg, examples: list) -> None:
+    """A classifier's labels in the user's file must be the model's: the first that is not names its line."""
+    import dataclasses
+
+    from transferlab.data.tasks import check_labels
+
+    try:
+        labels = json.loads((Path(model) / "labels.json").read_text())
+        kind = json.loads((Path(model) / "task.json").read_text())["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # not a finetune checkpoint: loading it says so
+    if kind == "classify":
+        check_labels(dataclasses.replace(cfg, test=cfg.train), labels, {"test": examples})
+
+
 def _examples(args):
     from transferlab.data.tasks import TaskDataConfig, load_task, read_examples
 
@@ -289,13 +314,19 @@ def _examples(args):
         cols = {"text_col": "text", "label_col": "label"} | saved | {k: v for k, v in given.items() if v is not None}
         cfg = TaskDataConfig(task="", train=args.data, text_col=cols["text_col"], text_b_col=cols.get("text_b_col", ""),
                              label_col=cols["label_col"], tags=cols.get("tags", ""), columns=cols.get("columns", ""))
-        return read_examples(cfg, "test", args.data), args.data
+        examples = read_examples(cfg, "test", args.data)
+        _check_labels(args.model, cfg, examples)
+        return examples, args.data
     return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
 
 
 def cmd_evaluate(args, overrides) -> None:
+    from transferlab.checkpoint import CheckpointError, has_checkpoint
     from transferlab.recipes.predict import evaluate
 
+    if not has_checkpoint(args.model):  # said before the data is read with the model's columns
+        raise CheckpointError(f"{args.model} holds no checkpoint (no model.safetensors): pass a finetune "
+                              f"checkpoint folder, such as runs/finetune/last")
     examples, where = _examples(args)
     print(json.dumps(evaluate(args.model, examples, where), indent=2))
 
@@ -367,6 +398,8 @@ def cmd_vectors(args, overrides) -> None:
         if len(args.words) != 1:
             raise ValueError("convert takes one output path: transferlab vectors convert IN OUT --format ...")
         out = args.words[0]
+        if Path(out).exists() and not args.overwrite:
+            raise ValueError(f"{out} exists: pass --overwrite to replace it, or choose another output path")
         if args.format == "folder":
             wv.save(out)
         else:
@@ -383,6 +416,16 @@ def cmd_probe(args, overrides) -> None:
                  "max_test_sentences": args.max_test_sentences, "data.tags": args.tags, "data.columns": args.columns,
                  "data.text_col": args.text_col, "data.label_col": args.label_col}, seed_key="probe.seed")
     probe.run(cfg)
+
+
+def cmd_senteval(args, overrides) -> None:
+    from transferlab.recipes import senteval
+
+    cfg = _load(senteval.SentEvalConfig, args, overrides, "senteval",
+                {"encoder": args.encoder, "tasks": args.tasks, "pooling": args.pooling,
+                 "max_examples": args.max_examples, "supervised_sts": args.supervised_sts or None},
+                seed_key="classifier.seed")
+    senteval.run(cfg)
 
 
 def cmd_curve(args, overrides) -> None:
@@ -441,8 +484,13 @@ def build_parser() -> argparse.ArgumentParser:
         o.add_argument("--budget", choices=["1h", "3h"], help="lm, mlm: a preset that spends this much time on 2 "
                        "CPU cores well (general-en corpus; lm: sampled softmax; bf16); the same as --preset 1h or 3h")
         o.add_argument("--resume", action="store_true", help="continue the run in --out from its last "
-                       "checkpoint (bit-identical to an uninterrupted run); without it a folder holding a run is "
-                       "refused")
+                       "checkpoint (bit-identical to an uninterrupted run), given the same settings as that run "
+                       "(only train.progress, train.log_every, train.threads, and the length train.steps or "
+                       "train.epochs may differ; others are refused, named); it logs the step it resumes from; "
+                       "without it a folder holding a run is refused")
+        o.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run: the old "
+                       "run is moved aside to OUT.replaced-<time>, not deleted (static vectors: --out is rewritten "
+                       "anyway)")
         _recipe_args(o)
         o.set_defaults(func=cmd_pretrain)
 
@@ -453,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "transformer, elmo or taglm (with a pretrain bilm checkpoint as --pretrained), "
                                      "word vectors as the encoder (glove-6b-50d, a vectors folder), "
                                      "or a Hugging Face model: minilm-l6, a folder or a hub id (encoder)")
-    p.add_argument("--labels", type=int, help="use this many labeled examples (data.train_size)")
+    p.add_argument("--labels", type=int, help="use this many labeled examples; 0 = all (data.train_size)")
     p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
                                         "mlm|clm for transformer, pretrain bilm for elmo and taglm); omit to train "
                                         "from scratch")
@@ -461,12 +509,16 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(awd_lstm, fasttext, transformer): glove-6b-50d, a WordVectors folder, "
                                      "a word2vec/GloVe file (vectors)")
     _recipe_args(p)
+    p.add_argument("--overwrite", action="store_true", help="an --out holding a finetune run with another config "
+                   "is refused (the same config resumes it): start over, moving the old run aside to "
+                   "OUT.replaced-<time> (overwrite)")
     p.set_defaults(func=cmd_finetune)
 
     p = _parser("evaluate", sub, "metrics of a trained task model on labeled data")
     p.add_argument("--model", required=True, help="a finetune checkpoint folder")
     p.add_argument("--task", default="sst2", help="a catalog task name")
-    p.add_argument("--split", default="test")
+    p.add_argument("--split", default="test", choices=["train", "valid", "test"],
+                   help="the task's split (valid: its validation split, or the part held out of train)")
     p.add_argument("--data", help="your own labeled file instead of a catalog task")
     p.add_argument("--text-col", help="--data's text column (default: the model's training column, else 'text')")
     p.add_argument("--text-b-col", help="a pair file's second text column (default: the model's)")
@@ -509,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", help="eval: also write the scores here")
     p.add_argument("--format", choices=["word2vec", "word2vec-bin", "folder"], default="word2vec",
                    help="convert: word2vec text (header 'N D'), word2vec binary, or a WordVectors folder")
+    p.add_argument("--overwrite", action="store_true", help="convert: replace an output path that exists")
     p.add_argument("--task", default="sst2", help="classify: a catalog task")
     p.add_argument("--train", help="classify: your own training file instead (with --valid, --test)")
     p.add_argument("--valid")
@@ -516,7 +569,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text-col", default="text")
     p.add_argument("--text-b-col", help="classify: a pair task's second text column")
     p.add_argument("--label-col", default="label")
-    p.add_argument("--labels", type=int, help="classify: use this many labeled training examples")
+    p.add_argument("--labels", type=int, help="classify: use this many labeled training examples; 0 = all")
     p.add_argument("--pooling", choices=["mean", "max", "meanmax"], default="mean")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_vectors)
@@ -541,6 +594,20 @@ def build_parser() -> argparse.ArgumentParser:
                    "(max_test_sentences; 0 = all)")
     _recipe_args(p)
     p.set_defaults(func=cmd_probe)
+
+    p = _parser("senteval", sub, "a frozen encoder's sentence vectors scored by the SentEval protocol: logistic "
+                                 "regression per task, cosine correlations for relatedness, a table and a chart")
+    p.add_argument("encoder", help="static vectors (glove-6b-50d, a vectors folder), a Hugging Face model "
+                                   "(minilm-l6, a folder, a hub id), or a pretrain or finetune checkpoint folder")
+    p.add_argument("--tasks", help="comma-separated: sst2 mrpc cola agnews sick-e sick-r stsb (tasks)")
+    p.add_argument("--pooling", choices=["mean", "cls"], help="mean over the tokens, or the first ([CLS]) "
+                                                              "position (pooling)")
+    p.add_argument("--max-examples", type=int, help="at most this many examples per split, for a quick run "
+                                                     "(max_examples; 0 = all)")
+    p.add_argument("--supervised-sts", action="store_true", help="also the supervised regression on stsb and "
+                                                                  "sick-r (supervised_sts)")
+    _recipe_args(p)
+    p.set_defaults(func=cmd_senteval)
 
     p = _parser("curve", sub, "learning curves: every method at every number of labels (nested subsets, several "
                               "seeds), a chart, and how many times fewer labels transfer needs than from scratch")
@@ -572,19 +639,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _os_error(e: OSError) -> str:
+    """An OSError as one line; a path under a file says which part is the file."""
+    if e.filename is None:
+        return str(e.strerror or e)
+    path = Path(e.filename)
+    under = next((p for p in [path, *path.parents] if p.is_file()), None) if path != Path(".") else None
+    if under is not None and under != path:
+        return f"{path}: {under} is a file, not a folder (choose another --out?)"
+    return f"{path}: {e.strerror}"
+
+
 def main(argv: list[str] | None = None) -> int:
+    from transferlab.checkpoint import CheckpointError
+
     parser = build_parser()
     args, overrides = parser.parse_known_args(argv)
-    if overrides and args.command not in ("pretrain", "finetune", "probe", "curve"):
+    if overrides and args.command not in ("pretrain", "finetune", "probe", "senteval", "curve"):
         parser.error(f"unrecognized arguments: {' '.join(overrides)}")
     try:
         args.func(args, overrides)
     except ConfigError as e:
         parser.exit(2, f"transferlab {args.command}: config error: {e}\n")
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, CheckpointError) as e:
         parser.exit(1, f"transferlab {args.command}: error: {e}\n")
     except KeyError as e:  # a word not in the vectors
         parser.exit(1, f"transferlab {args.command}: error: {e.args[0] if e.args else e}\n")
+    except OSError as e:  # --out under a file, a folder without write permission, a full disk ...
+        parser.exit(1, f"transferlab {args.command}: error: {_os_error(e)}\n")
     return 0
 
 

@@ -11,7 +11,8 @@ what makes an interrupted run resume exactly.
   ``on_epoch_start(epoch, trainer)`` via ``trainer.add_group``) follow the schedule too.
 - ``out_dir/last`` is the latest complete checkpoint (weights, optimizer, RNG states, data
   position, the loss function's state); ``out_dir/best`` the best by ``metric``;
-  ``out_dir/metrics.jsonl`` the log, appended to on resume.
+  ``out_dir/metrics.jsonl`` the log, appended to on resume (the rows an interrupted call wrote
+  after its checkpoint are dropped first, and its loss window restored: each step logged once).
 - Under ``torchrun`` each rank trains on its contiguous slice of every global batch inside
   ``DistributedDataParallel``. The loss function then receives the DDP wrapper, so it must only
   *call* the model (``model(ids, mask)``), never reach into its submodules (``model.encoder``).
@@ -40,8 +41,8 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from transferlab.checkpoint import (has_checkpoint, load_checkpoint, pack_state, rng_state, save_checkpoint,
-                                    set_rng_state, unpack_state)
+from transferlab.checkpoint import (MODEL, check_shapes, has_checkpoint, load_checkpoint, pack_state, rng_state,
+                                    save_checkpoint, set_rng_state, unpack_state)
 from transferlab import devices
 from transferlab.config import ConfigError, to_dict, write_json
 from transferlab.schedules import SCHEDULES
@@ -129,6 +130,9 @@ class FitResult:
     train_seconds: float  # this call's time in training steps (evaluation and saving excluded)
     examples_per_s: float
     tokens_per_s: float | None  # counted from batch["mask"] (sum) or batch["ids"] (numel)
+    # wall-clock seconds the earlier calls of a resumed run spent up to its checkpoint (0 for a fresh run):
+    # a recipe's wall_s covers this call, wall_s + earlier_wall_s the whole run
+    earlier_wall_s: float = 0.0
 
 
 @dataclass
@@ -286,6 +290,7 @@ class _Run:
         self.autocast = devices.autocast(trainer.cfg, trainer.device)
         self.examples = self.tokens = 0
         self.seconds = 0.0
+        self.started, self.earlier_wall = time.perf_counter(), 0.0
         self.saved_step = -1
         self.saved_at = time.monotonic()
         self.average = _WeightAverage()  # NT-ASGD's running mean of the weights (average="nt")
@@ -299,6 +304,7 @@ class _Run:
             t.epoch, t.step = epoch, step
             if on_epoch_start is not None:
                 on_epoch_start(epoch, t)
+        check_shapes(t.model, ckpt.weights, ckpt.path / MODEL)  # another run's folder: named, not a dump
         t.model.load_state_dict(ckpt.weights)
         t.optimizer.load_state_dict(ckpt.optimizer_state)
         if hasattr(self.loss_fn, "load_state_dict") and "loss_state" in st:
@@ -313,6 +319,8 @@ class _Run:
         self.saved_step = t.step
         self.log.bar.update(t.step)
         self.log.resumed_at = t.step  # the pace (for the time left) counts this call's steps only
+        self.earlier_wall = float(st.get("wall_s", 0.0))
+        self.log.restore(st.get("log_window"), t.step, t.device)  # no row twice, the loss window whole
 
     def _restore_rng(self) -> None:
         if self.pending_rng is not None:
@@ -499,7 +507,9 @@ class _Run:
                  "progress": dataclasses.asdict(self.p), "rng": rng_state(),
                  "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                  "groups": [{"name": g["name"], "max_lr": g["max_lr"], "lr": g["lr"]}
-                            for g in t.optimizer.param_groups]}
+                            for g in t.optimizer.param_groups],
+                 "wall_s": self.earlier_wall + time.perf_counter() - self.started,
+                 "log_window": self.log.window_state()}
         tensors: dict[str, Tensor] = {}
         if hasattr(self.loss_fn, "state_dict"):
             state["loss_state"], tensors = pack_state(self.loss_fn.state_dict(), "loss")
@@ -513,7 +523,7 @@ class _Run:
         p = self.p
         secs = max(self.seconds, 1e-9)
         return FitResult(self.t.step, self.t.epoch, p.best, p.best_step, p.history, p.stopped_early, self.seconds,
-                         self.examples / secs, self.tokens / secs if self.tokens else None)
+                         self.examples / secs, self.tokens / secs if self.tokens else None, self.earlier_wall)
 
 
 _END = object()
@@ -619,7 +629,7 @@ class _Log:
         self.bar.update(1)
         if not self.cfg.log_every or t.step % self.cfg.log_every:
             return
-        mean = torch.stack(self.losses).mean()
+        mean = torch.stack([x.float() for x in self.losses]).mean()
         if t.world > 1:
             dist.all_reduce(mean)
             mean /= t.world
@@ -634,6 +644,31 @@ class _Log:
         if self.plain:
             self.print_progress(t.step, t.total_steps, record)
         self.losses, self.ex, self.tok, self.secs = [], 0, 0, 0.0
+
+    def window_state(self) -> dict:
+        """The losses and counts since the last logged row, for a checkpoint (JSON)."""
+        return {"losses": [float(x) for x in self.losses], "ex": self.ex, "tok": self.tok, "secs": self.secs}
+
+    def restore(self, window: dict | None, step: int, device) -> None:
+        """Resume the log at ``step``: the loss window of the checkpoint, and metrics.jsonl without the
+        rows the interrupted call wrote after it (they are written again) or a half-written last line."""
+        if window:
+            self.losses = [torch.tensor(x, device=device) for x in window["losses"]]
+            self.ex, self.tok, self.secs = window["ex"], window["tok"], window["secs"]
+        if self.file is None:
+            return
+        path = Path(self.file.name)
+        self.file.close()
+
+        def kept(line: str) -> bool:
+            try:
+                return json.loads(line).get("step", 0) <= step
+            except (ValueError, AttributeError):
+                return False
+
+        path.write_text("".join(line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                                if kept(line)), encoding="utf-8")
+        self.file = open(path, "a", encoding="utf-8")
 
     def print_progress(self, step: int, total: int, record: dict) -> None:
         """One line for a log file: step, loss, speed and the time left at this run's pace."""

@@ -53,9 +53,11 @@ def test_tsv_quotes_are_text_not_quoting(write):
     assert texts == ['"Hello, he said', "plain", 'end" quote']
 
 
-def test_tsv_extra_columns_tolerated_and_bom_header(write):
+def test_tsv_extra_columns_ignored_when_asked_and_bom_header(write):
     path = write("p.tsv", "\ufeffQuality\tA\tB\n1\tx\ty\textra\tmore\n")
-    assert list(read_pair_examples(path, "A", "B", "Quality")) == [PairExample("x", "y", "1")]
+    assert list(read_pair_examples(path, "A", "B", "Quality", ignore_extra=True)) == [PairExample("x", "y", "1")]
+    err = _error(lambda: list(read_pair_examples(path, "A", "B", "Quality")))  # not asked: an error (issue 24)
+    assert (err.line, err.field) == (2, 3) and "expected 3 columns" in str(err) and "found 5" in str(err)
 
 
 def test_csv_quoting_with_line_numbers(write):

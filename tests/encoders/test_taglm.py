@@ -50,6 +50,17 @@ def test_the_bilm_is_frozen_and_gets_no_gradient():
     assert m.rnn2.weight_ih_l0.grad is not None
 
 
+def test_the_baseline_has_no_lm_and_the_same_shape_otherwise():
+    torch.manual_seed(0)
+    cfg = TagLMConfig(vocab_size=len(WORDS), word_dim=5, max_chars=12, char_dim=4, char_filters=((2, 3),),
+                      hidden_dim=7, dropout=0.0, use_lm=False)
+    base = TagLM(cfg, WORDS)
+    assert base.bilm is None and base.rnn2.input_size == 14 and _taglm().rnn2.input_size == 14 + 12
+    out = base(torch.tensor([[4, 5, 6]]))
+    assert out.hidden.shape == (1, 3, 14) and [t.shape[-1] for t in out.layers] == [14, 14]
+    assert base.add_words(["zyzzyva"]) == [len(WORDS)]
+
+
 def test_padding_changes_nothing():
     m = _taglm().eval()
     short = m(torch.tensor([[4, 5, 6]])).hidden
@@ -99,3 +110,8 @@ def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys):
     assert cli.main(["predict", "--model", str(out / "last"), "the film met zyzzyva in"]) == 0
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert len(row["tags"]) == 5
+    base = tmp_path / "baseline"  # the same tagger without the biLM
+    assert cli.main(["finetune", "--encoder", "taglm", "--taglm.use_lm=false", "--train", str(tmp_path / "train.conll"),
+                     "--test", str(tmp_path / "test.conll"), "--out", str(base), "--taglm.hidden_dim=16",
+                     "--taglm.word_dim=8", "--train.epochs=2", "--train.progress=false"]) == 0
+    assert json.loads((base / "results.json").read_text())["kind"] == "tag"

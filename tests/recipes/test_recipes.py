@@ -122,7 +122,7 @@ def test_the_console_says_what_was_read_and_what_happened(files, tmp_path, capsy
     err = capsys.readouterr().err
     assert "examples held out of train (10%" in err and "no validation file or split was given" in err
     assert "labels in train: " in err and "good " in err and "bad " in err
-    assert "the validation examples stand in" in err  # no test file: said, not silent
+    assert "another 3 examples held out of train, apart from valid" in err  # no test file: its own part (issue 24)
     assert "(epoch 1): valid_accuracy" in err and "best valid_accuracy" in err
     assert "of the positive class" in err and f"model written to {tmp_path / 'm' / 'last'}" in err
     assert "\r" not in err

@@ -35,6 +35,7 @@ class CatalogEntry:
     layout: tuple[str, ...] = ()                 # the file's columns, in order
     header: bool = False                         # whether tables start with a header line
     columns: Mapping[str, str | int] = field(default_factory=dict)  # role -> header name or index
+    extra_columns: bool = False                  # rows may carry more columns than the first (STS-B)
     labels: tuple[str, ...] = ()                 # the fixed label set, where there is one
     split_rule: str = ""                         # key of loaders.SPLIT_RULES; "" = publisher's splits
     files: tuple[str, ...] = ()                  # other files that must be present (models, vectors)
@@ -108,7 +109,7 @@ CATALOG: dict[str, CatalogEntry] = {
         "datasets/stsb", "table", {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
         layout=("genre", "file", "year", "id", "score", "s1", "s2"), columns={"a": 5, "b": 6, "label": 4},
         hub_id="mteb/stsbenchmark-sts", hub_fields=(None, None, None, None, "score", "sentence1", "sentence2"),
-        hub_files={"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test"},
+        hub_files={"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test"}, extra_columns=True,
         note="some rows carry extra source columns; genre is main-forum in train, main-forums in dev/test"),
     "sick": CatalogEntry(
         "pair", "SICK: 3-way entailment (label) and relatedness 1-5 (label_col='relatedness_score')",

@@ -92,7 +92,8 @@ def _load_table(key: str, entry: CatalogEntry, folder: Path, split: str,
     optional = ("label",) if label_optional else ()
 
     def _examples() -> Iterator[TextExample | PairExample]:
-        for line, row in table_rows(path, columns, entry.header if header is None else header, delimiter, optional):
+        for line, row in table_rows(path, columns, entry.header if header is None else header, delimiter, optional,
+                                    ignore_extra=entry.extra_columns):
             if rule is not None and rule(0, 0, row["id"]) != split:
                 continue
             label = row.get("label")
@@ -206,7 +207,7 @@ def path_examples(path: Path, format: str | None = None, text_col: Column | None
                   label_col: Column | None = None, a_col: Column | None = None, b_col: Column | None = None,
                   header: bool | None = None, delimiter: str | None = None, label_optional: bool = False,
                   tags: str | int | None = None, parsed: bool = False,
-                  columns: tuple[str, ...] | None = None) -> Iterable:
+                  columns: tuple[str, ...] | None = None, ignore_extra: bool = False) -> Iterable:
     """Examples from a user's file or folder, its format chosen by suffix unless ``format``."""
     fmt = format or _format_of(path, any(c is not None for c in (text_col, a_col, b_col)))
     if fmt == "lines":
@@ -214,11 +215,11 @@ def path_examples(path: Path, format: str | None = None, text_col: Column | None
         return Stream(lambda: (TextExample(line) for line in lines))
     if fmt in ("table", "jsonl"):
         if a_col is not None and b_col is not None:
-            return read_pair_examples(path, a_col, b_col, label_col, header, delimiter, label_optional)
+            return read_pair_examples(path, a_col, b_col, label_col, header, delimiter, label_optional, ignore_extra)
         if text_col is None:
             raise DataError(path, None, None, "say which column holds the text: text_col=... "
                             "(or a_col=... and b_col=... for sentence pairs)")
-        return read_text_examples(path, text_col, label_col, header, delimiter, label_optional)
+        return read_text_examples(path, text_col, label_col, header, delimiter, label_optional, ignore_extra)
     if fmt == "conll":
         return ConllReader(path, columns=columns, tag_col=-1 if tags is None else tags)
     if fmt == "conllu":

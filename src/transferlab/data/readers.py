@@ -11,8 +11,12 @@ up to the next quote (MRPC, STS-B, AG News and RTE all have such rows). Only ``.
 an explicit non-tab ``delimiter``) go through the ``csv`` module with quoting on.
 
 Columns are chosen by header name or by 0-based index and mapped to roles (``text``, ``label``,
-``a``, ``b``). Rows may carry more columns than asked for (STS-B rows with extra source
-columns); a row with fewer is a :class:`DataError`, as are empty text and a missing label. The
+``a``, ``b``). A row with more fields than the header (or, without a header, than the first
+row) is a :class:`DataError` naming the line and the counts, like a row with too few: a stray tab
+inside a text would otherwise shift the label silently. ``ignore_extra=True`` (``--data.extra_columns
+=ignore``; the catalog's STS-B, whose rows carry extra source columns) ignores the extra fields.
+Fields beyond the header that are all blank (a trailing tab) are harmless and accepted. Empty
+text and a missing label are DataErrors too. The
 CoNLL readers live in :mod:`transferlab.data.conll` and are re-exported here.
 """
 
@@ -87,12 +91,13 @@ class TableReader:
     ``header=None`` means: the first line is a header iff some column is given by name.
     ``delimiter=None`` picks ``,`` for ``.csv`` and a tab otherwise. Values are stripped; a role
     in ``optional`` (or ``label`` with ``label_optional``) may be empty or absent and is then
-    ``None``; any other empty value is a DataError.
+    ``None``; any other empty value is a DataError. A row with more non-blank fields than the
+    header (or the first row, without one) is a DataError unless ``ignore_extra``.
     """
 
     def __init__(self, path: PathLike, columns: Mapping[str, Column] | None = None,
                  header: bool | None = None, delimiter: str | None = None,
-                 optional: Collection[str] = (), label_optional: bool = False) -> None:
+                 optional: Collection[str] = (), label_optional: bool = False, ignore_extra: bool = False) -> None:
         self.path = check_file(path)
         self.columns = dict(columns) if columns is not None else None
         specs = list(self.columns.values()) if self.columns else []
@@ -102,6 +107,7 @@ class TableReader:
             raise DataError(self.path, None, named[0], "a column given by name needs a header line (header=True)")
         self.delimiter = delimiter or _default_delimiter(self.path)
         self.optional = set(optional) | ({"label"} if label_optional else set())
+        self.ignore_extra = ignore_extra
 
     def _records(self) -> Iterator[tuple[int, list[str]]]:
         """``(line, fields)`` per non-blank record; tabs split plainly, other delimiters via csv."""
@@ -150,6 +156,7 @@ class TableReader:
                 return
             header_line, fields = first
             header = [f.strip() for f in fields]
+        records = self._counted(records, len(header) if header is not None else None, header_line)
         if self.columns is None:  # every column, unvalidated: keyed by header name or position
             for number, fields in records:
                 keys = header or [str(i) for i in range(len(fields))]
@@ -162,6 +169,22 @@ class TableReader:
             raise DataError(self.path, e.line, e.field, e.problem + self._headerless_hint(header, records)) from None
         for number, fields in records:
             yield number, self._row(number, fields, index, header)
+
+    def _counted(self, records: Iterator[tuple[int, list[str]]], expected: int | None,
+                 header_line: int) -> Iterator[tuple[int, list[str]]]:
+        """The records, a row with more (non-blank) fields than the header, or than the first row
+        of a file without one, being a DataError: a tab or comma inside a text shifts the columns."""
+        source = f"the header on line {header_line}" if expected is not None else ""
+        for number, fields in records:
+            if expected is None:
+                expected, source = len(fields), f"line {number}, the first row"
+            elif len(fields) > expected and not self.ignore_extra and any(f.strip() for f in fields[expected:]):
+                raise DataError(self.path, number, expected,
+                                f"expected {expected} columns (as {source}), found {len(fields)}: a "
+                                f"{'tab' if self.delimiter == chr(9) else repr(self.delimiter)} inside a text? "
+                                "To ignore extra columns pass data.extra_columns=ignore "
+                                "(on the command line --data.extra_columns=ignore)")
+            yield number, fields
 
     def _headerless_hint(self, header: list[str] | None, records: Iterator[tuple[int, list[str]]]) -> str:
         """What to type when a named column is not in the first line: if that line looks like a
@@ -247,24 +270,25 @@ def _jsonl_rows(path: PathLike, columns: Mapping[str, Column],
 
 
 def table_rows(path: PathLike, columns: Mapping[str, Column], header: bool | None = None,
-               delimiter: str | None = None, optional: Collection[str] = ()
+               delimiter: str | None = None, optional: Collection[str] = (), ignore_extra: bool = False
                ) -> Iterator[tuple[int, dict[str, str | None]]]:
     """``(line, row)`` from a TSV/CSV or JSONL file, chosen by suffix; the examples' common source."""
     if Path(path).suffix.lower() in JSONL_SUFFIXES:
         return _jsonl_rows(path, columns, optional)
-    return TableReader(path, columns, header=header, delimiter=delimiter, optional=optional).numbered()
+    return TableReader(path, columns, header=header, delimiter=delimiter, optional=optional,
+                       ignore_extra=ignore_extra).numbered()
 
 
 def read_text_examples(path: PathLike, text_col: Column, label_col: Column | None = None,
                        header: bool | None = None, delimiter: str | None = None,
-                       label_optional: bool = False) -> Stream[TextExample]:
+                       label_optional: bool = False, ignore_extra: bool = False) -> Stream[TextExample]:
     """TextExamples from a TSV/CSV/JSONL file: ``--train my.tsv --text-col review --label-col stars``."""
     columns = {"text": text_col} if label_col is None else {"text": text_col, "label": label_col}
     optional = ("label",) if label_optional else ()
     check_file(path)
 
     def _examples() -> Iterator[TextExample]:
-        for _, row in table_rows(path, columns, header, delimiter, optional):
+        for _, row in table_rows(path, columns, header, delimiter, optional, ignore_extra):
             yield TextExample(row["text"], row.get("label"))
 
     return Stream(_examples)
@@ -272,7 +296,7 @@ def read_text_examples(path: PathLike, text_col: Column, label_col: Column | Non
 
 def read_pair_examples(path: PathLike, a_col: Column, b_col: Column, label_col: Column | None = None,
                        header: bool | None = None, delimiter: str | None = None,
-                       label_optional: bool = False) -> Stream[PairExample]:
+                       label_optional: bool = False, ignore_extra: bool = False) -> Stream[PairExample]:
     """PairExamples (sentence pairs: paraphrase, NLI, similarity) from a TSV/CSV/JSONL file."""
     columns: dict[str, Column] = {"a": a_col, "b": b_col}
     if label_col is not None:
@@ -281,7 +305,7 @@ def read_pair_examples(path: PathLike, a_col: Column, b_col: Column, label_col: 
     check_file(path)
 
     def _examples() -> Iterator[PairExample]:
-        for _, row in table_rows(path, columns, header, delimiter, optional):
+        for _, row in table_rows(path, columns, header, delimiter, optional, ignore_extra):
             yield PairExample(row["a"], row["b"], row.get("label"))
 
     return Stream(_examples)

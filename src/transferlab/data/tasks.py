@@ -36,9 +36,13 @@ class TaskDataConfig:
     tags: str = ""  # tag column of tagging data: conll2003 ner|chunk|pos, ud-ewt upos|xpos|deprels
     columns: str = ""  # a CoNLL file's column names, comma-separated ("word,pos,chunk,ner")
     header: Literal["auto", "yes", "no"] = "auto"
+    # a row with more fields than the header (or the first row) is an error, else "ignore" the extra ones
+    extra_columns: Literal["error", "ignore"] = "error"
     train_size: int = 0  # number of labeled training examples used; 0 = all
     subset_seed: int = 0  # which random subset; subsets of one seed are nested
-    valid_fraction: float = 0.1  # held out of train when the task has no validation split
+    # held out of train when the task has no validation split; and as much again for a test part
+    # when it has no test split either, so the test figure is never measured on the validation examples
+    valid_fraction: float = 0.1
     valid_size: int = 0  # score at most this many validation examples (a fixed random subset); 0 = all
     batch_size: int = 32
     eval_batch_size: int = 64  # sequences per batch when scoring and predicting
@@ -82,6 +86,8 @@ def _options(cfg: TaskDataConfig, path: str) -> dict:
     if suffix == ".conllu":
         return tags
     cols = {"label_col": _column(cfg.label_col), "header": _header(cfg)}
+    if cfg.extra_columns == "ignore":
+        cols["ignore_extra"] = True
     if cfg.text_b_col:
         return cols | {"a_col": _column(cfg.text_col), "b_col": _column(cfg.text_b_col)}
     return cols | {"text_col": _column(cfg.text_col)}
@@ -89,6 +95,8 @@ def _options(cfg: TaskDataConfig, path: str) -> dict:
 
 def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[Example]:
     examples = list(catalog.load_examples(path or cfg.task, split, **_options(cfg, path)))
+    if path and not examples:
+        raise DataError(path, None, None, "no examples: the file is empty or holds only a header line")
     for i, ex in enumerate(examples):
         if not isinstance(ex, (TextExample, PairExample, TaggedSentence)):
             raise DataError(path or cfg.task, None, None,
@@ -114,22 +122,35 @@ def nested_subset(n_total: int, size: int, seed: int) -> list[int]:
 
 
 def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
-    """Train (subset), valid and test examples; valid is held out of train if absent."""
+    """Train (subset), valid and test examples; valid is held out of train if absent, and when
+    test is absent too a separate test part of the same size (a test file or split given, or a
+    validation file without one, keeps the old rule: the validation examples stand in for test)."""
     splits = catalog.splits(cfg.task) if cfg.task and not cfg.train else ["train"]
     train = read_examples(cfg, "train", cfg.train)
+    no_test = not cfg.test and "test" not in splits
+    test = None
     if cfg.valid or "valid" in splits or "dev" in splits:
         valid = read_examples(cfg, "valid" if "valid" in splits else "dev", cfg.valid)
     else:
-        held = set(nested_subset(len(train), max(1, int(len(train) * cfg.valid_fraction)), seed=12345))
-        valid = [ex for i, ex in enumerate(train) if i in held]
-        train = [ex for i, ex in enumerate(train) if i not in held]
+        n = max(1, int(len(train) * cfg.valid_fraction))
+        two = no_test and len(train) > 2 * n  # room for a test part as well as valid
+        order = list(range(len(train)))
+        random.Random(12345).shuffle(order)  # valid: the first n of this order (nested_subset's), test the next n
+        held_valid, held_test = set(order[:n]), set(order[n:2 * n] if two else ())
+        valid = [ex for i, ex in enumerate(train) if i in held_valid]
+        if two:
+            test = [ex for i, ex in enumerate(train) if i in held_test]
+        train = [ex for i, ex in enumerate(train) if i not in held_valid and i not in held_test]
         log(f"valid: {len(valid):,} examples held out of train ({cfg.valid_fraction:.0%}, data.valid_fraction): "
             f"no validation file or split was given")
+        if two:
+            log(f"test: another {len(test):,} examples held out of train, apart from valid: no test file or split "
+                f"was given (data.test)")
     if cfg.test:
         test = read_examples(cfg, "test", cfg.test)
     elif "test" in splits:
         test = read_examples(cfg, "test", "")
-    else:
+    elif test is None:
         test = valid
         log("test: no test file or split was given; the validation examples stand in (data.test)")
     if cfg.valid_size and len(valid) > cfg.valid_size:  # (test, when it is valid, stays whole)
@@ -167,6 +188,34 @@ def label_ids(labels: list[str], examples: list[Example], where: str) -> list[in
                              f"(known labels: {', '.join(labels)})")
         out.append(index[ex.label])
     return out
+
+
+def check_labels(cfg: TaskDataConfig, labels: list[str], data: dict[str, list[Example]]) -> None:
+    """A classifier's valid and test labels must be among training's: the first that is not is a
+    DataError naming its file and line (or the catalog split and example)."""
+    known = set(labels)
+    for split, path in (("valid", cfg.valid), ("test", cfg.test)):
+        for i, ex in enumerate(data.get(split, ())):
+            if ex.label not in known:
+                line = _line_of(cfg, path, i) if path else None
+                where = path or (f"{cfg.train} (the part held out for {split})" if cfg.train else f"{cfg.task} {split}")
+                raise DataError(where, line, cfg.label_col if path else None,
+                                f"label {ex.label!r} was never seen in training"
+                                + (f" (example {i + 1})" if line is None else "")
+                                + f"; the training labels are {', '.join(labels)}")
+
+
+def _line_of(cfg: TaskDataConfig, path: str, index: int) -> int | None:
+    """The line of a table or JSONL file's ``index``-th example (None for CoNLL files)."""
+    from transferlab.data.readers import table_rows
+
+    opts = _options(cfg, path)
+    if "format" in opts or Path(path).suffix.lower() == ".conllu":
+        return None
+    roles = {"a": opts["a_col"], "b": opts["b_col"]} if "a_col" in opts else {"text": opts["text_col"]}
+    rows = table_rows(path, roles | {"label": opts["label_col"]}, opts["header"],
+                      ignore_extra=opts.get("ignore_extra", False))
+    return next((number for k, (number, _) in enumerate(rows) if k == index), None)
 
 
 def all_texts(examples: list[Example]) -> list[str]:

@@ -24,11 +24,12 @@ from typing import Literal
 import torch
 
 from transferlab.adapt.finetune import freeze_to, param_groups, unfreeze_schedule
+from transferlab.checkpoint import check_run_folder
 from transferlab.config import (PRESET_DIR, apply_overrides, from_dict, merge, preset_table, read_toml, to_dict,
                                 write_json)
 from transferlab.data.batching import Batches
 from transferlab.data.examples import PairExample
-from transferlab.data.tasks import TaskDataConfig, all_texts, load_task
+from transferlab.data.tasks import TaskDataConfig, all_texts, check_labels, load_task
 from transferlab.encoders import backbone as bb
 from transferlab.encoders.awd_lstm import DROPOUTS, AWDLSTMConfig
 from transferlab.encoders.fasttext import FastTextConfig
@@ -93,6 +94,9 @@ class FinetuneConfig:
     task: TaskConfig = field(default_factory=TaskConfig)
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, epochs=6, schedule="slanted_triangular"))
     out: str = "runs/finetune"
+    # `out` holding a finetune run: the same config resumes it; another is refused (the keys named)
+    # unless overwrite, which moves the old run aside (OUT.replaced-<time>) and starts over
+    overwrite: bool = False
 
 
 # under --adapt=features only the scalar mix and the head train: a head's rate, not a fine-tuning one
@@ -145,8 +149,11 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
 
 def _taglm_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     """TagLM: a tagger of its own on the task's words, the frozen biLM of ``--pretrained`` inside."""
-    if not cfg.pretrained or bb.checkpoint_family(cfg.pretrained) != "elmo":
-        raise ValueError("--encoder taglm needs --pretrained: a `transferlab pretrain bilm` checkpoint")
+    if cfg.taglm.use_lm and (not cfg.pretrained or bb.checkpoint_family(cfg.pretrained) != "elmo"):
+        raise ValueError("--encoder taglm needs --pretrained: a `transferlab pretrain bilm` checkpoint (or "
+                         "--taglm.use_lm=false for the baseline tagger without one)")
+    if not cfg.taglm.use_lm and cfg.pretrained:
+        raise ValueError("--taglm.use_lm=false is the tagger without a biLM: leave --pretrained out")
     wv = None
     if cfg.vectors:
         from transferlab.vectors.keyed import load_vectors
@@ -223,7 +230,9 @@ def _word_backbone(cfg: FinetuneConfig, data: dict, fam: str, wv) -> bb.Backbone
 def encode_splits(cfg: FinetuneConfig, data: dict, b: bb.Backbone, kind: Kind, labels: list[str],
                   both: bool) -> dict[str, Encoded]:
     """Every split framed for the backbone; how many sequences were cut is logged."""
-    name = cfg.data.task or cfg.data.train
+    name = cfg.data.train or cfg.data.task
+    if kind == "classify":
+        check_labels(cfg.data, labels, data)
     sets = {split: encode_examples(b, ex, kind, labels, both, f"{name} {split}") for split, ex in data.items()}
     rule = ("words past the cut get the fallback tag" if kind == "tag" else
             "longest text first" if isinstance(data["train"][0], PairExample) else "at the end")
@@ -292,6 +301,7 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     summary = {"kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
                "encoder": cfg.encoder, "adapt": cfg.adapt, "pretrained": b.pretrained,
                "wall_s": time.perf_counter() - start, "steps": result.step,
+               "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
                "checkpoint": str(Path(cfg.out) / "last")}
     return report(Path(cfg.out), score(model, "test"), summary, result)
@@ -317,9 +327,10 @@ def report(out: Path, test: dict, summary: dict, result) -> dict:
 
 def run(cfg: FinetuneConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the encoder and head are built before fit() seeds: same start per seed
+    check_run_folder(cfg.out, True, to_dict(cfg), cfg.overwrite)  # never another run's weights under this config
     data = load_task(cfg.data)
     if not data["train"]:
-        raise ValueError(f"{cfg.data.task or cfg.data.train}: no training examples")
+        raise ValueError(f"{cfg.data.train or cfg.data.task}: no training examples")
     if bb.family(cfg.encoder) != "awd_lstm" and cfg.lm_finetune.enabled and cfg.pretrained:
         log("lm_finetune is the AWD-LSTM's stage; for a Transformer run `transferlab pretrain mlm --init ...` "
             "on the task's text and pass its checkpoint as --pretrained")

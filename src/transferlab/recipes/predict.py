@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from transferlab.config import from_dict
+from transferlab.data.errors import DataError
 from transferlab.data.examples import TextExample
 from transferlab.tasks.loading import load_task_model
 from transferlab.text.tokenize import TextConfig, tokenizer
@@ -20,10 +21,13 @@ def evaluate(model_dir: str | Path, examples: list, where: str) -> dict:
 def predict(model_dir: str | Path, texts: Iterable[str], out) -> int:
     """Write one JSON line per text: its label and every label's probability (or the score of a
     regression model); for a tagger, its tokens (the model's word tokenizer) and their tags."""
+    texts = list(texts)
+    for i, text in enumerate(texts):  # training rejects empty text: a label for nothing is no answer
+        if not text.strip():
+            raise DataError(None, None, None, f"text {i + 1} of {len(texts)}: empty text")
     p = load_task_model(model_dir)
     if p.pairs:
         raise ValueError(f"{model_dir} is a text-pair model: `predict` takes single texts; use `evaluate` on a file")
-    texts = list(texts)
     if p.kind == "tag":
         tok = tokenizer(from_dict(TextConfig, {**p.config.get("text", {}), "lower": False}, "text."))
         sentences = [tok(t) for t in texts]

@@ -46,12 +46,13 @@ class PretrainBiLMConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     out: str = "runs/bilm"
     resume: bool = False
+    overwrite: bool = False  # a run already in `out` is moved aside (OUT.replaced-<time>) and a new one starts
 
 
 def run(cfg: PretrainBiLMConfig) -> dict:
     torch.manual_seed(cfg.train.seed)
     out = Path(cfg.out)
-    check_run_folder(out, cfg.resume)
+    check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite, derived=("elmo",))
     vocab, streams = encode_lm_corpus(cfg.data, tokenizer(cfg.text), out)
     elmo_cfg = dataclasses.replace(cfg.elmo, vocab_size=len(vocab), pad_id=vocab.pad_id)
     model = BiLM(ELMo(elmo_cfg, vocab.itos), len(vocab))
@@ -70,7 +71,8 @@ def run(cfg: PretrainBiLMConfig) -> dict:
                  config=to_dict(cfg) | {"elmo": to_dict(elmo_cfg)}, files={"vocab": vocab.to_dict()})
     wall = time.perf_counter() - start
     best = load_bilm(out / "best")
-    summary = {**perplexities(best, "valid"), **perplexities(best, "test"), "wall_s": wall, "steps": result.step,
+    summary = {**perplexities(best, "valid"), **perplexities(best, "test"), "wall_s": wall,
+               "wall_s_total": wall + result.earlier_wall_s, "steps": result.step,
                "tokens_per_s": result.tokens_per_s, "vocab_size": len(vocab),
                "n_params": sum(p.numel() for p in model.encoder.parameters()), "checkpoint": str(out / "best")}
     write_json(summary, out / "results.json")

@@ -65,12 +65,13 @@ class PretrainContext2VecConfig:
     train: TrainConfig = field(default_factory=TrainConfig)  # the presets train with Adam, as the paper does
     out: str = "runs/context2vec"
     resume: bool = False
+    overwrite: bool = False  # a run already in `out` is moved aside (OUT.replaced-<time>) and a new one starts
 
 
 def run(cfg: PretrainContext2VecConfig) -> dict:
     torch.manual_seed(cfg.train.seed)
     out = Path(cfg.out)
-    check_run_folder(out, cfg.resume)
+    check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite, derived=("context2vec",))
     vocab, streams = encode_lm_corpus(cfg.data, tokenizer(cfg.text), out)
     c2v_cfg = dataclasses.replace(cfg.context2vec, vocab_size=len(vocab), pad_id=vocab.pad_id, bos_id=vocab.bos_id,
                                   eos_id=vocab.eos_id)
@@ -99,7 +100,8 @@ def run(cfg: PretrainContext2VecConfig) -> dict:
                  config=to_dict(cfg) | {"context2vec": to_dict(c2v_cfg)}, files={"vocab": vocab.to_dict()})
     wall = time.perf_counter() - start
     best = NegativeSampling(load_context2vec(out / "best").encoder, noise, cfg.objective.samples)
-    summary = {**scores(best, "valid"), **scores(best, "test"), "wall_s": wall, "steps": result.step,
+    summary = {**scores(best, "valid"), **scores(best, "test"), "wall_s": wall,
+               "wall_s_total": wall + result.earlier_wall_s, "steps": result.step,
                "tokens_per_s": result.tokens_per_s, "vocab_size": len(vocab),
                "n_params": sum(p.numel() for p in model.encoder.parameters()), "checkpoint": str(out / "best")}
     write_json(summary, out / "results.json")

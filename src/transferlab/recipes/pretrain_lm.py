@@ -44,6 +44,7 @@ class PretrainLMConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     out: str = "runs/lm"
     resume: bool = False  # continue the run in `out` from its last checkpoint
+    overwrite: bool = False  # a run already in `out` is moved aside (OUT.replaced-<time>) and a new one starts
 
     def __post_init__(self):
         if self.encoder != "awd_lstm":
@@ -53,7 +54,7 @@ class PretrainLMConfig:
 def run(cfg: PretrainLMConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
-    check_run_folder(out, cfg.resume)
+    check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite)
     vocab, streams = encode_lm_corpus(cfg.data, tokenizer(cfg.text), out)
     model = build_lm(cfg.awd_lstm, len(vocab))
     loss = LMLoss(alpha=cfg.lm.alpha, beta=cfg.lm.beta, samples=cfg.lm.samples)
@@ -76,7 +77,8 @@ def run(cfg: PretrainLMConfig) -> dict:
     summary = {
         "valid_ppl": perplexity(best, valid),
         "test_ppl": perplexity(best, test),
-        "wall_s": wall,
+        "wall_s": wall,  # this call; wall_s_total: every call of a resumed run
+        "wall_s_total": wall + result.earlier_wall_s,
         "steps": result.step,
         "tokens_per_s": result.tokens_per_s,
         # model-FLOPs utilisation against the bf16 matmul peak measured on the 2-core machine

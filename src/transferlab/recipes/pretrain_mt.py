@@ -45,6 +45,7 @@ class PretrainMTConfig:
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-3, clip=1.0))
     out: str = "runs/mt"
     resume: bool = False
+    overwrite: bool = False  # a run already in `out` is moved aside (OUT.replaced-<time>) and a new one starts
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str], metric=None) -> float:
@@ -131,7 +132,7 @@ def run(cfg: PretrainMTConfig) -> dict:
 
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
-    check_run_folder(out, cfg.resume)
+    check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite, derived=("cove", "decoder"))
     d = cfg.data
     pairs = parallel_pairs(d)
     wv = load_vectors(cfg.cove.vectors)
@@ -166,7 +167,8 @@ def run(cfg: PretrainMTConfig) -> dict:
     best = load_translator(out / "best")
     best.model.to(next(model.parameters()).device)  # where it trained
     summary = {"valid_ppl": perplexity(best.model, "valid"), "test_ppl": perplexity(best.model, "test"),
-               **bleu_report(best, pairs["test"], cfg.generate, out), "wall_s": wall, "steps": result.step,
+               **bleu_report(best, pairs["test"], cfg.generate, out), "wall_s": wall,
+               "wall_s_total": wall + result.earlier_wall_s, "steps": result.step,
                "tokens_per_s": result.tokens_per_s, "train_pairs": len(train.src), "src_vocab": len(vocab),
                "tgt_vocab": tgt_tok.vocab_size, "n_params": sum(p.numel() for p in model.parameters()),
                "n_encoder_params": sum(p.numel() for p in model.encoder.parameters()),

@@ -66,6 +66,7 @@ class PretrainTransformerConfig:
                                                                     warmup=0.06, beta2=0.98, clip=1.0))
     out: str = "runs/mlm"
     resume: bool = False  # continue the run in `out` from its last checkpoint (its tokenizer too)
+    overwrite: bool = False  # a run already in `out` is moved aside (OUT.replaced-<time>) and a new one starts
 
     def __post_init__(self):
         if self.init and self.objective != "mlm":
@@ -75,8 +76,7 @@ class PretrainTransformerConfig:
 def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokenizer, Transformer]:
     last = Path(cfg.out) / "last"
     if cfg.resume and has_checkpoint(last):  # the run's own tokenizer and shape; fit() restores the weights
-        saved = load_checkpoint(last)
-        log(f"resuming {cfg.out} from step {saved.state.get('step', 0):,}")
+        saved = load_checkpoint(last)  # (check_run_folder said from which step)
         tcfg = from_dict(TransformerConfig, saved.config["transformer"])
         return SubwordTokenizer.from_dict(saved.files["tokenizer"]), Transformer(tcfg)
     if cfg.init:
@@ -98,7 +98,7 @@ def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokeni
 def run(cfg: PretrainTransformerConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
-    check_run_folder(out, cfg.resume)
+    check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite, derived=("transformer",))
     tok, encoder = tokenizer_and_encoder(cfg)
     # windows of transformer.max_len tokens, within what the encoder's positions allow (--init)
     width, d, seed = min(cfg.transformer.max_len, encoder.cfg.max_len), cfg.data, cfg.train.seed
@@ -132,7 +132,8 @@ def run(cfg: PretrainTransformerConfig) -> dict:
     result = fit(model, loss, batches, cfg.train, evaluate=evaluate, metric=metric, mode="min", out_dir=out,
                  config=to_dict(cfg) | {"transformer": to_dict(encoder.cfg)}, files={"tokenizer": tok.to_dict()})
     wall = time.perf_counter() - start
-    summary = {metric: result.best, "wall_s": wall, "steps": result.step, "train_tokens": n_tokens,
+    summary = {metric: result.best, "wall_s": wall, "wall_s_total": wall + result.earlier_wall_s,
+               "steps": result.step, "train_tokens": n_tokens,
                "tokens_per_s": result.tokens_per_s, "vocab_size": tok.vocab_size,
                "checkpoint": str(out / "best")}
     if cfg.objective == "mlm":
