@@ -33,3 +33,17 @@ def write_result(name: str, figures: dict, **extra) -> Path:
     path.write_text(json.dumps(record | extra, indent=2) + "\n")
     print(json.dumps(record, indent=2))
     return path
+
+
+def finished_rows(path: Path, *key: str) -> dict[tuple, dict]:
+    """The rows of a benchmark's ``runs.jsonl`` by ``key`` fields; a half-written last line (an
+    interrupted run) is skipped, so that cell runs again."""
+    rows = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            rows[tuple(row[k] for k in key)] = row
+    return rows

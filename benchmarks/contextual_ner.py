@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_bilm, pretrain_mt  # noqa: E402
@@ -55,18 +55,6 @@ def pretrained(kind: str, checkpoint: Path) -> dict:
     return json.loads((run / "results.json").read_text())
 
 
-def finished(path: Path) -> dict[tuple, dict]:
-    rows = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a half-written line from an interrupted run: that cell runs again
-            rows[(row["method"], row["seed"])] = row
-    return rows
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bilm", default="runs/bench/bilm-small/best", help="a `pretrain bilm` checkpoint")
@@ -85,7 +73,7 @@ def main() -> None:
     if "cove" in methods:
         models["mt"] = pretrained("mt", Path(args.mt))
     log = out / "runs.jsonl"
-    rows = finished(log)
+    rows = finished_rows(log, "method", "seed")
     for seed in map(int, args.seeds.split(",")):
         for method in methods:
             if (method, seed) in rows:

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_transformer  # noqa: E402
@@ -64,18 +64,6 @@ def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path,
     return finetune.run(cfg)
 
 
-def finished(path: Path) -> dict[tuple, dict]:
-    rows = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a half-written line from an interrupted run: that cell runs again
-            rows[(row["task"], row["method"], row["seed"])] = row
-    return rows
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pretrained", default="runs/bench/mlm-1h/best",
@@ -92,7 +80,7 @@ def main() -> None:
         ap.error(f"unknown task(s) {', '.join(unknown)}: choose from {', '.join(TASKS)}")
     mlm = pretrain(Path(args.pretrained))
     log = out / "runs.jsonl"
-    rows = finished(log)
+    rows = finished_rows(log, "task", "method", "seed")
     for task in tasks:
         for seed in map(int, args.seeds.split(",")):
             for method in METHODS:

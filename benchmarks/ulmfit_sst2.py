@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import finished_rows, write_result  # noqa: E402
 
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -38,18 +38,6 @@ def cells(sizes: list[int], seeds: list[int], all_seeds: list[int],
     if 0 in sizes:
         grid += [(m, 0, seed) for seed in all_seeds for m in ("ulmfit", "scratch")]
     return grid
-
-
-def done(path: Path) -> dict[tuple, dict]:
-    rows = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a half-written line from an interrupted run: that cell reruns
-            rows[(row["method"], row["size"], row["seed"])] = row
-    return rows
 
 
 def main() -> None:
@@ -71,7 +59,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     all_seeds = [int(s) for s in (args.all_seeds or args.seeds).split(",")]
-    finished = done(log)
+    finished = finished_rows(log, "method", "size", "seed")
     arch = json.loads((Path(args.pretrained) / "config.json").read_text())["awd_lstm"]
     for method, size, seed in cells(sizes, seeds, all_seeds, not args.no_ablations):
         if (method, size, seed) in finished:

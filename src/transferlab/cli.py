@@ -8,6 +8,7 @@ settings also have short flags (``--corpus``, ``--task``, ``--train``, ...).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -162,6 +163,7 @@ PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only f
             ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
     **{m: (f"static vectors: {m} (a WordVectors folder OUT/vectors)", _VECTORS) for m in VECTOR_METHODS},
 }
+FROM_SCRATCH = {"context2vec": "context2vec", "mt": "cove", "bilm": "elmo"}  # objective -> its one encoder
 
 
 def settings_help(cls, prefix: str = "", value=None) -> list[str]:
@@ -188,7 +190,6 @@ class _HelpWithSettings(argparse.Action):
         self.config = config
 
     def __call__(self, parser, namespace, values, option_string=None):
-        import importlib
         import textwrap
 
         module, name = self.config
@@ -220,35 +221,16 @@ def cmd_pretrain(args, overrides) -> None:
     if args.budget and args.objective not in ("lm", "mlm"):
         raise ConfigError(f"--budget presets exist for `pretrain lm` and `pretrain mlm`, not {args.objective}")
     args.preset = args.budget or args.preset
-    if args.objective == "context2vec":
-        from transferlab.recipes import pretrain_context2vec
-
-        if args.encoder not in (None, "context2vec") or args.init:
-            raise ConfigError("`pretrain context2vec` trains from scratch: --encoder and --init do not apply")
-        cfg = _load(pretrain_context2vec.PretrainContext2VecConfig, args, overrides, "context2vec",
-                    {"data.corpus": args.corpus, "resume": args.resume or None,
-                     "overwrite": args.overwrite or None})
-        print(json.dumps(pretrain_context2vec.run(cfg), indent=2))
-        return
-    if args.objective == "mt":
-        from transferlab.recipes import pretrain_mt
-
-        if args.encoder not in (None, "cove") or args.init:
-            raise ConfigError("`pretrain mt` trains CoVe (--encoder cove) from scratch; --init does not apply")
-        cfg = _load(pretrain_mt.PretrainMTConfig, args, overrides, "mt",
-                    {"data.corpus": args.corpus, "resume": args.resume or None,
-                     "overwrite": args.overwrite or None})
-        print(json.dumps(pretrain_mt.run(cfg), indent=2))
-        return
-    if args.objective == "bilm":
-        from transferlab.recipes import pretrain_bilm
-
-        if args.encoder not in (None, "elmo") or args.init:
-            raise ConfigError("`pretrain bilm` trains ELMo (--encoder elmo) from scratch; --init does not apply")
-        cfg = _load(pretrain_bilm.PretrainBiLMConfig, args, overrides, "bilm",
-                    {"data.corpus": args.corpus, "resume": args.resume or None,
-                     "overwrite": args.overwrite or None})
-        print(json.dumps(pretrain_bilm.run(cfg), indent=2))
+    if args.objective in FROM_SCRATCH:  # context2vec, mt, bilm: one encoder each, trained from scratch
+        encoder = FROM_SCRATCH[args.objective]
+        if args.encoder not in (None, encoder) or args.init:
+            raise ConfigError(f"`pretrain {args.objective}` trains {encoder} (--encoder {encoder}) from scratch; "
+                              f"--init does not apply")
+        module, name = PRETRAIN_OBJECTIVES[args.objective][1]
+        recipe = importlib.import_module(module)
+        cfg = _load(getattr(recipe, name), args, overrides, args.objective,
+                    {"data.corpus": args.corpus, "resume": args.resume or None, "overwrite": args.overwrite or None})
+        print(json.dumps(recipe.run(cfg), indent=2))
         return
     if args.objective == "lm":
         from transferlab.recipes import pretrain_lm
