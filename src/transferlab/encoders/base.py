@@ -21,6 +21,14 @@ class EncoderOutput:
     state: Any = None  # recurrent state to carry into the next BPTT window (None if stateless)
 
 
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Each row of ``x (B, T, D)`` reversed within its first ``lengths[b]`` positions (padding
+    stays put): how a backward LSTM reads a padded batch without reading the padding first."""
+    t = torch.arange(x.size(1), device=x.device)[None, :]  # (1, T)
+    idx = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # (B, T)
+    return x.gather(1, idx[:, :, None].expand_as(x))
+
+
 class Encoder(Protocol):
     dim: int
 

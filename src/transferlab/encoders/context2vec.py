@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transferlab.encoders.base import EncoderOutput
+from transferlab.encoders.base import EncoderOutput, reverse_padded
 
 __all__ = ["Context2VecConfig", "Context2Vec"]
 
@@ -58,13 +58,6 @@ class Context2VecConfig:
                 raise ValueError(f"context2vec.{name} must be >= 1, got {getattr(self, name)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"context2vec.dropout must be in [0, 1), got {self.dropout}")
-
-
-def _reverse(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Each row of ``x (B, T, D)`` reversed within its first ``lengths[b]`` positions."""
-    t = torch.arange(x.size(1), device=x.device)[None, :]  # (1, T)
-    idx = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # (B, T)
-    return x.gather(1, idx[:, :, None].expand_as(x))
 
 
 class Context2Vec(nn.Module):
@@ -108,8 +101,8 @@ class Context2Vec(nn.Module):
         seq, n = self.frame(ids, mask)  # (B, T + 2), (B,)
         # left state t has read seq[0..t]; right state t (after un-reversing) has read seq[t..n-1]
         left, _ = self.left_lstm(self.drop(self.left_embedding(seq)))  # (B, T + 2, H)
-        right, _ = self.right_lstm(_reverse(self.drop(self.right_embedding(seq)), n))  # (B, T + 2, H), reversed
-        right = _reverse(right, n)
+        right, _ = self.right_lstm(reverse_padded(self.drop(self.right_embedding(seq)), n))  # (B, T + 2, H), reversed
+        right = reverse_padded(right, n)
         # target i sits at seq[i + 1]: its left context ends at seq[i], its right context starts at seq[i + 2]
         return left[:, :T], right[:, 2 : T + 2]
 

@@ -32,9 +32,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transferlab.encoders.base import EncoderOutput
+from transferlab.encoders.base import EncoderOutput, reverse_padded
 
-__all__ = ["ELMoConfig", "ELMo", "CharCNN", "Highway", "char_ids", "PAPER_FILTERS"]
+__all__ = ["ELMoConfig", "ELMo", "CharCNN", "Highway", "char_ids", "char_table", "PAPER_FILTERS"]
 
 # PyTorch says so once per process on a CPU; the fallback kernel is correct, and the speed is measured
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
@@ -76,6 +76,11 @@ def char_ids(word: str, max_chars: int) -> list[int]:
     return [BOW, *body, EOW] + [PAD_CHAR] * (max_chars - 2 - len(body))
 
 
+def char_table(words: list[str], max_chars: int) -> torch.Tensor:
+    """``(len(words), max_chars)`` rows of :func:`char_ids`, index = word id."""
+    return torch.tensor([char_ids(w, max_chars) for w in words], dtype=torch.long).reshape(len(words), max_chars)
+
+
 class CharCNN(nn.Module):
     """Character embeddings -> one max-pooled convolution per width -> ReLU, concatenated."""
 
@@ -108,14 +113,6 @@ class Highway(nn.Module):
         return x
 
 
-def _reverse(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Each row of ``x (B, T, D)`` reversed within its first ``lengths[b]`` positions."""
-    T = x.size(1)
-    t = torch.arange(T, device=x.device)[None, :]  # (1, T)
-    idx = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)  # (B, T)
-    return x.gather(1, idx[:, :, None].expand_as(x))
-
-
 class ELMo(nn.Module):
     """See the module docstring. ``forward(ids, mask)`` with word ids of :meth:`set_words`' list."""
 
@@ -140,7 +137,7 @@ class ELMo(nn.Module):
 
     def set_words(self, words: list[str]) -> None:
         """The character table for a word list (index = word id); the pad id's row stays empty."""
-        table = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        table = char_table(words, self.cfg.max_chars)
         if self.cfg.pad_id < len(words):
             table[self.cfg.pad_id] = PAD_CHAR
         self.chars = table.to(self.chars.device)
@@ -149,7 +146,7 @@ class ELMo(nn.Module):
         """Append words to the character table (no parameter changes: a word is its characters);
         returns their ids. How a task's words unseen in pretraining get a representation."""
         start = self.chars.size(0)
-        rows = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        rows = char_table(words, self.cfg.max_chars)
         self.chars = torch.cat([self.chars, rows.to(self.chars.device)]) if words else self.chars
         return list(range(start, start + len(words)))
 
@@ -167,14 +164,14 @@ class ELMo(nn.Module):
         tok = self.tokens(ids)
         x = self.drop(tok)
         fwd, bwd = [], []
-        f_in, b_in = x, _reverse(x, lengths)
+        f_in, b_in = x, reverse_padded(x, lengths)
         for i, (lf, lb) in enumerate(zip(self.forward_lstms, self.backward_lstms)):
             f_out, _ = lf(f_in)
             b_out, _ = lb(b_in)
             if i > 0:  # residual connection between LSTM layers
                 f_out, b_out = f_out + f_in, b_out + b_in
             fwd.append(f_out)
-            bwd.append(_reverse(b_out, lengths))
+            bwd.append(reverse_padded(b_out, lengths))
             f_in, b_in = self.drop(f_out), self.drop(b_out)
         return tok, fwd, bwd
 

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from transferlab.encoders.base import EncoderOutput
-from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, char_ids
+from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, char_table
 
 __all__ = ["TagLMConfig", "TagLM"]
 
@@ -86,14 +86,14 @@ class TagLM(nn.Module):
 
     def set_words(self, words: list[str]) -> None:
         """The character tables (the tagger's and the biLM's) for a word list, index = word id."""
-        table = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        table = char_table(words, self.cfg.max_chars)
         self.chars = table.to(self.chars.device)
         if self.bilm is not None:
             self.bilm.set_words(words)
 
     def add_words(self, words: list[str]) -> list[int]:
         """Append words unseen in training (their characters; the word embedding is ``<unk>``'s)."""
-        rows = torch.tensor([char_ids(w, self.cfg.max_chars) for w in words], dtype=torch.long)
+        rows = char_table(words, self.cfg.max_chars)
         start = self.chars.size(0)
         if words:
             self.chars = torch.cat([self.chars, rows.to(self.chars.device)])
