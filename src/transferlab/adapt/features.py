@@ -20,7 +20,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -86,6 +86,17 @@ def word_spans(first: Sequence[int], n_pieces: int, positions: Sequence[int], li
     return [(p, max(p + 1, min(shift + e, limit))) for p, e in zip(positions, ends)]
 
 
+def length_batches(lengths: Sequence[int], batch_tokens: int) -> Iterator[list[int]]:
+    """Indices longest first, in batches of about ``batch_tokens`` tokens (each padded to its
+    first, longest row): the order a frozen encoder reads a set of texts in."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    start = 0
+    while start < len(order):
+        batch = order[start:start + max(1, batch_tokens // max(lengths[order[start]], 1))]
+        start += len(batch)
+        yield batch
+
+
 @torch.no_grad()
 def word_features(backbone, sentences: Sequence[Sequence[str]], subword: Subword = "first",
                   batch_tokens: int = 4096, device: str | torch.device = "cpu", progress: bool = True,
@@ -106,15 +117,10 @@ def word_features(backbone, sentences: Sequence[Sequence[str]], subword: Subword
         f = backbone.framing.words(pieces, first)
         limit = len(f.ids) - (backbone.framing.end is not None)
         framed.append((f.ids, word_spans(first, len(pieces), f.word_positions or [], limit)))
-    order = sorted(range(len(sentences)), key=lambda i: -len(framed[i][0]))
     arrays: list[np.ndarray] = []
     bar = tqdm(total=len(sentences), desc="encoding", unit=" sentences", disable=None if progress else True,
                mininterval=1.0)
-    start = 0
-    while start < len(order):
-        width = max(len(framed[order[start]][0]), 1)
-        batch = order[start:start + max(1, batch_tokens // width)]
-        start += len(batch)
+    for batch in length_batches([len(f[0]) for f in framed], batch_tokens):
         padded = pad_batch([framed[i][0] for i in batch], backbone.pad_id)
         out = encoder(padded["ids"].to(device), padded["mask"].to(device))
         rows, index, weights = spans_index(batch, framed, offsets, subword)

@@ -29,7 +29,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from transferlab.adapt.features import length_batches
 from transferlab.data.batching import pad_batch
+from transferlab.tasks import classify
 
 Pooling = Literal["mean", "cls"]
 
@@ -37,11 +39,8 @@ Pooling = Literal["mean", "cls"]
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling, known_only: bool = False) -> torch.Tensor:
     """(B, T, D) states and (B, T) mask -> (B, D). ``known_only``: leave all-zero vectors (static
     vectors' unknown words) out of the mean."""
-    if pooling == "cls":
-        return hidden[:, 0]
     keep = mask & (hidden.abs().sum(-1) > 0) if known_only else mask  # (B, T)
-    weights = keep.unsqueeze(-1).to(hidden.dtype)  # (B, T, 1)
-    return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+    return classify.pool(hidden, keep, "first" if pooling == "cls" else "mean")
 
 
 @torch.no_grad()
@@ -55,15 +54,10 @@ def sentence_embeddings(backbone, texts: Sequence[str], pooling: Pooling = "mean
     encoder = backbone.encoder.to(device).eval()
     unique = list(dict.fromkeys(texts))
     framed = [backbone.framing.single(ids).ids for ids in backbone.texts(unique)]
-    order = sorted(range(len(unique)), key=lambda i: -len(framed[i]))
     out = np.zeros((len(unique), encoder.dim), dtype=np.float32)
     bar = tqdm(total=len(unique), desc="encoding", unit=" texts", disable=None if progress else True,
                mininterval=1.0)
-    start = 0
-    while start < len(order):
-        width = max(len(framed[order[start]]), 1)
-        batch = order[start:start + max(1, batch_tokens // width)]
-        start += len(batch)
+    for batch in length_batches([len(f) for f in framed], batch_tokens):
         padded = pad_batch([framed[i] for i in batch], backbone.pad_id)
         mask = padded["mask"].to(device)
         hidden = encoder(padded["ids"].to(device), mask).hidden.float()  # (B, T, D)
