@@ -251,13 +251,9 @@ def pretrained_lm(cfg: CurveConfig) -> str:
     if cfg.lm:
         _check_lm(cfg)
         return cfg.lm
-    out = Path(cfg.out) / "lm-ptb"
-    if (out / "results.json").exists():
-        log(f"reusing the PTB language model in {out}")
-    else:
-        log(f"no --lm given: pretraining an AWD-LSTM language model on PTB into {out}")
-        pretrain_lm.run(_own_lm_config(cfg))
-    return str(out / "best")
+    own = _own_lm_config(cfg)
+    return str(pretrain_lm.reuse_or_run(own, "PTB language model", f"no --lm given: pretraining an AWD-LSTM "
+                                                                    f"language model on PTB into {own.out}"))
 
 
 # Settings that change where or how visibly a model trains, not the model.

@@ -54,13 +54,8 @@ LM_1H = "lm-1h-general-en"  # the folder under $TRANSFERLAB_CACHE/models
 def language_model(lm: str, quick: bool, out: Path) -> Path:
     """The pretrained LM's checkpoint folder (built when missing): see the module docstring."""
     if quick or lm == "ptb":
-        folder = out / "lm-ptb"
-        if (folder / "results.json").exists():
-            log(f"reusing the PTB language model in {folder}")
-        else:
-            pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, "tiny" if quick else "demo",
-                                        [f'out="{folder}"'], kind="lm"))
-        return folder / "best"
+        return pretrain_lm.reuse_or_run(load_config(pretrain_lm.PretrainLMConfig, "tiny" if quick else "demo",
+                                                    [f'out="{out / "lm-ptb"}"'], kind="lm"), "PTB language model")
     if lm != "auto":
         return Path(lm)
     folder = cache_dir() / "models" / LM_1H

@@ -51,6 +51,19 @@ class PretrainLMConfig:
             raise ValueError(f"encoder must be 'awd_lstm' for `pretrain lm`, got {self.encoder!r}")
 
 
+def reuse_or_run(cfg: PretrainLMConfig, what: str = "language model", note: str = "") -> Path:
+    """The ``best`` checkpoint of the run in ``cfg.out``: reused when that run finished (its
+    ``results.json`` is there), else trained now (``note`` logged first)."""
+    out = Path(cfg.out)
+    if (out / "results.json").exists():
+        log(f"reusing the {what} in {out}")
+    else:
+        if note:
+            log(note)
+        run(cfg)
+    return out / "best"
+
+
 def run(cfg: PretrainLMConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the model is built before fit() seeds: the same start per seed
     out = Path(cfg.out)
