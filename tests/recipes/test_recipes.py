@@ -196,7 +196,6 @@ def test_an_lm_stage_folder_of_another_lm_is_refused_not_reused(files, lm, tmp_p
         finetune.run(other)
 
 
-@pytest.mark.slow  # minutes: PTB and SST-2's text read, an LM pretrained and fine-tuned, two classifiers
 def test_quick_demo_runs_end_to_end(tmp_path, capsys):
     from transferlab.recipes import demo
 
