@@ -36,7 +36,7 @@ from common import finished_rows, write_result  # noqa: E402
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_bilm, pretrain_mt  # noqa: E402
 
-COMMON = ['data.task="conll2003"', "train.log_every=0", "train.progress=false", "train.threads=2"]
+COMMON = ['data.task="conll2003"', "train.log_every=0", "train.progress=false"]
 METHODS = {
     "glove": ['encoder="taglm"', "taglm.use_lm=false", 'vectors="glove-6b-50d"', "train.epochs=5"],
     "taglm": ['encoder="taglm"', 'pretrained="{bilm}"', 'vectors="glove-6b-50d"', "train.epochs=5"],
@@ -45,13 +45,14 @@ METHODS = {
 }
 
 
-def pretrained(kind: str, checkpoint: Path) -> dict:
+def pretrained(kind: str, checkpoint: Path, threads: int) -> dict:
     """The pretraining run's results.json, training it (``--preset small``) when missing."""
     run = checkpoint.parent
     if not (run / "results.json").exists():
         recipe, cls = (pretrain_bilm, pretrain_bilm.PretrainBiLMConfig) if kind == "bilm" else (
             pretrain_mt, pretrain_mt.PretrainMTConfig)
-        recipe.run(load_config(cls, "small", [f'out="{run}"', "resume=true"], kind=kind))
+        recipe.run(load_config(cls, "small", [f'out="{run}"', "resume=true",
+                                               f"train.threads={threads}"], kind=kind))
     return json.loads((run / "results.json").read_text())
 
 
@@ -62,6 +63,7 @@ def main() -> None:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--out", default="runs/bench/contextual-ner")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each pretraining and fine-tuning run")
     args = ap.parse_args()
     out, methods = Path(args.out), args.methods.split(",")
     unknown = sorted(set(methods) - set(METHODS))
@@ -69,9 +71,9 @@ def main() -> None:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
     models = {}
     if {"taglm", "elmo"} & set(methods):
-        models["bilm"] = pretrained("bilm", Path(args.bilm))
+        models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
     if "cove" in methods:
-        models["mt"] = pretrained("mt", Path(args.mt))
+        models["mt"] = pretrained("mt", Path(args.mt), args.threads)
     log = out / "runs.jsonl"
     rows = finished_rows(log, "method", "seed")
     for seed in map(int, args.seeds.split(",")):
@@ -80,6 +82,7 @@ def main() -> None:
                 continue
             overrides = [o.format(bilm=args.bilm, mt=args.mt) for o in METHODS[method]]
             cfg = finetune.load_finetune_config(None, [*COMMON, *overrides, f"train.seed={seed}",
+                                                       f"train.threads={args.threads}",
                                                        f'out="{out / f"{method}-{seed}"}"'])
             s = finetune.run(cfg)
             row = {"method": method, "seed": seed, "f1": s["test_entity_f1"], "wall_s": s["wall_s"],
