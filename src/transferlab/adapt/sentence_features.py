@@ -9,7 +9,9 @@ the LSTM's words), run through the encoder, and its top layer (``hidden``) poole
   mean of the vectors of the words the vectors know (a bag of vectors: unknown words, whose
   vector is zero, are left out);
 - ``cls``: the first position, BERT's ``[CLS]`` (the first word for an encoder without a start
-  token, which static vectors refuse: there it is only the first word's vector).
+  token, which static vectors refuse: there it is only the first word's vector);
+- ``auto``: the encoder's own sentence vector where its method defines one (a ``sentence``
+  method: skip-thought's last state, InferSent's max-pool, ...), else ``mean``.
 
 Texts run longest first in batches of about ``batch_tokens`` tokens, each distinct text once.
 :func:`cached_sentence_features` keeps the (N, D) float32 result in one ``.npy`` under a key made
@@ -33,18 +35,18 @@ from transferlab.adapt.features import length_batches
 from transferlab.data.batching import pad_batch
 from transferlab.tasks import classify
 
-Pooling = Literal["mean", "cls"]
+Pooling = Literal["auto", "mean", "cls"]
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling, known_only: bool = False) -> torch.Tensor:
     """(B, T, D) states and (B, T) mask -> (B, D). ``known_only``: leave all-zero vectors (static
     vectors' unknown words) out of the mean."""
     keep = mask & (hidden.abs().sum(-1) > 0) if known_only else mask  # (B, T)
-    return classify.pool(hidden, keep, "first" if pooling == "cls" else "mean")
+    return classify.pool(hidden, keep, "first" if pooling == "cls" else "mean")  # auto without a method of its own
 
 
 @torch.no_grad()
-def sentence_embeddings(backbone, texts: Sequence[str], pooling: Pooling = "mean", batch_tokens: int = 8192,
+def sentence_embeddings(backbone, texts: Sequence[str], pooling: Pooling = "auto", batch_tokens: int = 8192,
                         device: str | torch.device = "cpu", progress: bool = False) -> np.ndarray:
     """(N, D) float32 vectors of ``texts`` under ``backbone``'s frozen encoder (see the module doc)."""
     static = backbone.family == "static"
@@ -54,14 +56,19 @@ def sentence_embeddings(backbone, texts: Sequence[str], pooling: Pooling = "mean
     encoder = backbone.encoder.to(device).eval()
     unique = list(dict.fromkeys(texts))
     framed = [backbone.framing.single(ids).ids for ids in backbone.texts(unique)]
-    out = np.zeros((len(unique), encoder.dim), dtype=np.float32)
+    own = pooling == "auto" and hasattr(encoder, "sentence")  # the method's own sentence vector
+    out = np.zeros((len(unique), encoder.sentence_dim if own else encoder.dim), dtype=np.float32)
     bar = tqdm(total=len(unique), desc="encoding", unit=" texts", disable=None if progress else True,
                mininterval=1.0)
     for batch in length_batches([len(f) for f in framed], batch_tokens):
         padded = pad_batch([framed[i] for i in batch], backbone.pad_id)
         mask = padded["mask"].to(device)
-        hidden = encoder(padded["ids"].to(device), mask).hidden.float()  # (B, T, D)
-        out[batch] = pool(hidden, mask, pooling, known_only=static).cpu().numpy()
+        ids = padded["ids"].to(device)
+        if own:
+            out[batch] = encoder.sentence(ids, mask).float().cpu().numpy()
+        else:
+            hidden = encoder(ids, mask).hidden.float()  # (B, T, D)
+            out[batch] = pool(hidden, mask, pooling, known_only=static).cpu().numpy()
         bar.update(len(batch))
     bar.close()
     index = {t: i for i, t in enumerate(unique)}
@@ -76,7 +83,7 @@ def sentence_key(identity: str, texts: Sequence[str], pooling: Pooling) -> str:
 
 
 def cached_sentence_features(backbone: Callable[[], object], identity: str, texts: Sequence[str], cache: str | Path,
-                             name: str, pooling: Pooling = "mean", device: str | torch.device = "cpu",
+                             name: str, pooling: Pooling = "auto", device: str | torch.device = "cpu",
                              progress: bool = False) -> tuple[np.ndarray, bool]:
     """:func:`sentence_embeddings`, stored as ``cache/NAME-POOLING-KEY.npy`` (``name`` says what it
     holds: task, split, side); True when it came from the cache. ``backbone()`` gives the encoder

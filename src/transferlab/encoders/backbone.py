@@ -279,7 +279,13 @@ def checkpoint_family(path: str | Path) -> str | None:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    return next((fam for fam in ("elmo", "cove", "context2vec", "awd_lstm", "transformer") if fam in config), None)
+    return next((fam for fam in ("elmo", "cove", "context2vec", *REBUILT, "awd_lstm", "transformer") if fam in config),
+                None)
+
+
+# families a pretraining checkpoint holds whole under their own name, rebuilt from its description
+# (sentence_rnn: skip-thought, quick-thought, InferSent, GenSen; fasttext: Paragram-phrase)
+REBUILT = ("sentence_rnn", "fasttext")
 
 
 def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
@@ -340,6 +346,11 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, train
         encoder = Context2Vec(from_dict(Context2VecConfig, ckpt.config["context2vec"], "context2vec."))
         load_encoder_weights(encoder, path)
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="context2vec")
+    if "vocab" in ckpt.files and (fam := next((f for f in REBUILT if f in ckpt.config), None)):
+        vocab = Vocab.from_dict(ckpt.files["vocab"])
+        encoder = ENCODERS[fam].rebuild({"config": ckpt.config[fam]}, ckpt.files)
+        load_encoder_weights(encoder, path)
+        return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam=fam)
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])
         cfg = from_dict(AWDLSTMConfig, ckpt.config["awd_lstm"], "awd_lstm.")

@@ -30,6 +30,7 @@ from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder
 from transferlab.encoders.hf import HFEncoder, hf_max_len, is_causal
+from transferlab.encoders.sentence_rnn import SentenceRNN, SentenceRNNConfig
 from transferlab.encoders.static import StaticEncoder
 from transferlab.encoders.taglm import TagLM, TagLMConfig
 from transferlab.encoders.transformer import Transformer, TransformerConfig
@@ -98,6 +99,10 @@ ENCODERS: dict[str, Family] = {
         "words", _rebuild(Context2Vec, Context2VecConfig, "context2vec"), causal=lambda spec, enc: False,
         max_len=lambda spec, enc: None, pooling="mean", module=Context2Vec, config=Context2VecConfig,
         pretrained_by="pretrain context2vec"),
+    "sentence_rnn": Family(  # skip-thought, quick-thought, InferSent, GenSen: the objective makes the difference
+        "words", _rebuild(SentenceRNN, SentenceRNNConfig, "sentence_rnn"), causal=lambda spec, enc: False,
+        max_len=lambda spec, enc: None, pooling="concat", module=SentenceRNN, config=SentenceRNNConfig,
+        new=lambda cfg, n, pad: SentenceRNN(dataclasses.replace(cfg, vocab_size=n, pad_id=pad))),
     "static": Family(
         "vectors", _rebuild_static, causal=lambda spec, enc: False, max_len=lambda spec, enc: None, pooling="mean",
         module=StaticEncoder),

@@ -75,7 +75,9 @@ NOT_OFFLINE = ("MR", "CR", "SUBJ", "MPQA", "TREC", "SST-5", "SNLI", "STS12-16")
 class SentEvalConfig:
     encoder: str = "glove-6b-50d"
     tasks: str = "sst2,mrpc,cola,agnews,sick-e,sick-r,stsb"
-    pooling: Pooling = "mean"  # mean of the top layer over the tokens, or its first ([CLS]) position
+    # auto: the encoder's own sentence vector (skip-thought, InferSent ...), else the mean of the top
+    # layer over the tokens; mean; cls: the first ([CLS]) position
+    pooling: Pooling = "auto"
     max_examples: int = 0  # per split, a fixed random subset; 0 = all
     supervised_sts: bool = False  # also SentEval's supervised regression on STS-B and SICK-R
     classifier: senteval.ClassifierConfig = field(default_factory=senteval.ClassifierConfig)
