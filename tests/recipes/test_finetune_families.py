@@ -214,6 +214,23 @@ def test_frozen_mix_caches_each_sequence_once():
     assert frozen.mix.weights.grad is not None
 
 
+def test_frozen_mix_reads_only_the_chosen_layers():
+    import pytest
+    import torch
+
+    from transferlab.adapt.features import FrozenMixEncoder
+    from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
+
+    lstm = AWDLSTM(AWDLSTMConfig(vocab_size=20, dim=8, hidden_dim=12, n_layers=2)).eval()
+    embedding_only = FrozenMixEncoder(lstm, layers=[0])
+    assert embedding_only.used == [0]
+    ids = torch.tensor([[5, 6, 7]])
+    out = embedding_only(ids, ids != 0).hidden
+    torch.testing.assert_close(out, embedding_only.mix.gamma * lstm(ids).layers[0], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match=r"--features_layers \[1\].*choose from \[0, 2\]"):
+        FrozenMixEncoder(lstm, layers=[1])
+
+
 def test_word_vectors_as_the_encoder_frozen_or_trained(data, tmp_path, shared_data):
     """--encoder glove-6b-50d: a bag of GloVe vectors under a linear head; frozen with
     --adapt=features (a 1-layer mix), trained otherwise; the checkpoint reloads."""

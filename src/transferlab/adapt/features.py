@@ -222,14 +222,14 @@ class FrozenMixEncoder(nn.Module):
     """Feature extraction as an encoder: a frozen ``encoder`` (always in eval mode, no gradients)
     whose layers a learned :class:`ScalarMix` combines into ``hidden``.
 
-    Only the mix trains (and the task head above it). The layers that enter the mix are those of
-    the encoder's output width (all of them for a Transformer; the embedding and top layer of an
-    AWD-LSTM, whose middle layers are wider). Since the encoder is frozen and deterministic, each
+    Only the mix trains (and the task head above it). The layers that enter the mix are ``layers``,
+    or else all of the encoder's output width (all of them for a Transformer; the embedding and top
+    layer of an AWD-LSTM, whose middle layers are wider). Since the encoder is frozen and deterministic, each
     sequence's layers are computed once and kept (float16, up to ``cache_gb``): later epochs and
     evaluations of a sequence already seen cost only the mix and the head.
     """
 
-    def __init__(self, encoder: nn.Module, cache_gb: float = 4.0):
+    def __init__(self, encoder: nn.Module, cache_gb: float = 4.0, layers: Sequence[int] = ()):
         super().__init__()
         self.encoder = encoder
         for p in encoder.parameters():
@@ -240,8 +240,13 @@ class FrozenMixEncoder(nn.Module):
         with torch.no_grad():
             probe = encoder.eval()(torch.tensor([[1, 2]], device=device),
                                    torch.ones(1, 2, dtype=torch.bool, device=device))
-        self.used = [j for j, layer in enumerate(probe.layers) if layer.size(-1) == self.dim]
         self.n_layers = len(probe.layers)
+        width = [j for j, layer in enumerate(probe.layers) if layer.size(-1) == self.dim]
+        wrong = [j for j in layers if j not in width]
+        if wrong:
+            raise ValueError(f"--features_layers {list(layers)}: layer(s) {wrong} are not layers of this encoder's "
+                             f"output width {self.dim}; choose from {width} (0 = the embedding layer)")
+        self.used = sorted(set(layers)) or width
         self.mix = ScalarMix(len(self.used))
         self.cache_bytes = int(cache_gb * 2**30)
         self._cache: dict[bytes, torch.Tensor] = {}

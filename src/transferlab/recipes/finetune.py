@@ -88,6 +88,9 @@ class FinetuneConfig:
     # train.lr, FEATURES_DEFAULTS unless set), each sequence's layers computed once (up to features_cache_gb)
     adapt: Literal["finetune", "features"] = "finetune"
     features_cache_gb: float = 4.0
+    # the layers the mix reads (0 = the embedding layer), e.g. [0] for CoVe's GloVe part alone; [] = all
+    # of the output width
+    features_layers: tuple[int, ...] = ()
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
     head: ClassifierHeadConfig = field(default_factory=ClassifierHeadConfig)  # the AWD-LSTM's head
@@ -274,7 +277,8 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     labels = label_set(kind, data["train"])
     both = both_orders(cfg.task, b, kind)
     sets = encode_splits(cfg, data, b, kind, labels, both)
-    model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb)
+    model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb,
+                        cfg.features_layers)
     groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
     train, bs = sets["train"], cfg.data.batch_size
     extra = {} if kind == "tag" else {"labels": train.labels}

@@ -91,7 +91,7 @@ def load_task_model(path: str | Path) -> TaskPredictor:
     task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
     head = from_dict(ClassifierHeadConfig, c.get("head", {}), "head.")
     model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, c.get("adapt", "finetune"),
-                        c.get("features_cache_gb", 4.0))
+                        c.get("features_cache_gb", 4.0), c.get("features_layers", ()))
     load_weights(model, path)
     model.eval()
     return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c,

@@ -12,6 +12,7 @@ Transformer. ``transferlab finetune`` (:mod:`transferlab.recipes.finetune`) trai
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -130,10 +131,11 @@ def encode_examples(b: Backbone, examples: list, kind: Kind, labels: list[str], 
 # --- the model -----------------------------------------------------------------------------------
 
 def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: ClassifierHeadConfig,
-                adapt: Adapt = "finetune", cache_gb: float = 4.0) -> nn.Module:
+                adapt: Adapt = "finetune", cache_gb: float = 4.0, mix_layers: Sequence[int] = ()) -> nn.Module:
     """``TaskModel(encoder, head)``; under ``adapt="features"`` the encoder is frozen and read
-    through a learned scalar mix of its layers (each sequence's layers kept, up to ``cache_gb``)."""
-    encoder = b.encoder if adapt == "finetune" else FrozenMixEncoder(b.encoder, cache_gb)
+    through a learned scalar mix of its layers (``mix_layers``, or all of its output width; each
+    sequence's layers kept, up to ``cache_gb``)."""
+    encoder = b.encoder if adapt == "finetune" else FrozenMixEncoder(b.encoder, cache_gb, mix_layers)
     dim = encoder.dim
     if kind == "tag":
         return TaskModel(encoder, TokenTagger(dim, n_out, task.dropout))
