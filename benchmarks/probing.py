@@ -1,14 +1,18 @@
 """Probing four encoders layer by layer, and our batched probes against a scikit-learn loop.
 
     TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/probing.py [--encoders minilm,glove,awd_lstm,transformer]
+    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/probing.py --encoders elmo --record probing_elmo
 
 1. ``transferlab probe`` (linear probes, first subword, control tasks) on UD-EWT UPOS and
    dependency relations, CoNLL-2003 NER and chunks (full train and test splits) and the three
    sentence-level tasks made from PTB, for ``minilm-l6``, ``glove-6b-50d`` (a 0-layer encoder),
    our AWD-LSTM pretrained on PTB (the demo's LM: ``pretrain lm --preset demo``, reused when
    present) and our Transformer pretrained as a masked LM on SOTU + Shakespeare
-   (``pretrain mlm --preset small`` cut to ``--mlm-steps`` steps, reused when present).
-2. Speed: on MiniLM's cached UPOS features (7 layers), the probes of all layers in one batched
+   (``pretrain mlm --preset small`` cut to ``--mlm-steps`` steps, reused when present); and on
+   request (``--encoders elmo``) our ELMo, a ``pretrain bilm`` checkpoint (``--elmo``), whose
+   layers are the character token layer and the two biLSTM layers (Peters et al. 2018 find the
+   first biLSTM layer best for POS).
+2. Speed (when minilm is probed): on MiniLM's cached UPOS features (7 layers), the probes of all layers in one batched
    pass against a loop of scikit-learn ``LogisticRegression`` fits (lbfgs, C=1, one per layer)
    on the same standardized features. ``speed_ratio_vs_sklearn`` = sklearn seconds / ours, with
    the largest per-layer accuracy difference.
@@ -106,6 +110,8 @@ def main() -> None:
     ap.add_argument("--encoders", default="minilm,glove,awd_lstm,transformer")
     ap.add_argument("--mlm-steps", type=int, default=1500)
     ap.add_argument("--speed-words", type=int, default=0, help="cap the speed comparison's training words (0: all)")
+    ap.add_argument("--elmo", default="runs/bench/bilm-small/best", help="a `pretrain bilm` checkpoint")
+    ap.add_argument("--record", default="probing", help="the results/NAME.json to write")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -116,14 +122,16 @@ def main() -> None:
     names = args.encoders.split(",")
     specs = pretrained(out, args.mlm_steps) if {"awd_lstm", "transformer"} & set(names) else \
         {"minilm": "minilm-l6", "glove": "glove-6b-50d"}
+    specs["elmo"] = args.elmo
     for name in names:
         if name not in done:
             done[name] = probe(name, specs[name], out)
             parts.write_text(json.dumps(done, indent=1))
-    if "speed" not in done:
+    if "speed" not in done and "minilm" in names:
         done["speed"] = speed(out, args.speed_words)
         parts.write_text(json.dumps(done, indent=1))
-    figures = {k: done["speed"][k] for k in ("speed_ratio_vs_sklearn", "max_acc_diff_vs_sklearn_points")}
+    figures = {k: done["speed"][k] for k in ("speed_ratio_vs_sklearn", "max_acc_diff_vs_sklearn_points")
+               if "minilm" in names}
     for name in names:
         upos = done[name]["tasks"]["upos"]
         best = upos["best_layer"]
@@ -132,7 +140,7 @@ def main() -> None:
         figures[f"{name}_best_upos_selectivity"] = upos["selectivity"][best]
     if "glove" in done:
         figures["glove_upos"] = done["glove"]["tasks"]["upos"]["accuracy"][0]
-    write_result("probing", figures, sections=done)
+    write_result(args.record, figures, sections={k: v for k, v in done.items() if k in names or k == "speed"})
 
 
 if __name__ == "__main__":
