@@ -160,13 +160,19 @@ class SentenceRNN(nn.Module):
             raise ValueError(f"vocabulary expansion needs at least {static.vectors.shape[1]} words known to both "
                              f"the encoder and the static vectors; {len(known)} are")
         rows, srcs = zip(*known)
+        weight = self.embedding[0].weight
         X = torch.as_tensor(static.vectors[list(srcs)], dtype=torch.float32)  # (N, S)
-        Y = self.embedding[0].weight.detach()[list(rows)].float()  # (N, dim)
+        Y = weight.detach()[list(rows)].float().cpu()  # (N, dim): fitted on the CPU wherever the encoder is
         W = torch.linalg.lstsq(X, Y).solution  # (S, dim)
         r2 = 1.0 - ((X @ W - Y) ** 2).sum() / ((Y - Y.mean(0)) ** 2).sum()
-        self.expansion = W.to(self.embedding[0].weight.dtype)
+        self.expansion = W.to(weight.device, weight.dtype)
         self._static = static
         return float(r2)
+
+    def attach_static(self, static) -> None:
+        """Give a loaded encoder whose map was fitted (its ``expansion`` buffer, saved with the
+        weights) the static vectors it maps from, so :meth:`add_words` works again."""
+        self._static = static
 
     def add_words(self, words: list[str]) -> list[int]:
         """Rows for words outside the vocabulary: their static vectors mapped by :meth:`expand`
@@ -178,13 +184,15 @@ class SentenceRNN(nn.Module):
         vecs = [static.vectors[j] for _, j in found if j is not None]
         if not vecs:
             return [1] * len(words)
-        new = torch.as_tensor(np.stack(vecs), dtype=torch.float32) @ self.expansion.float()  # (n, dim)
+        device = self.expansion.device
+        new = torch.as_tensor(np.stack(vecs), dtype=torch.float32, device=device) @ self.expansion.float()  # (n, dim)
         start = self.embedding[0].num_embeddings
         for emb in self.embedding:  # every tower reads the mapped vector (the map is fitted on tower 0)
-            grown = nn.Embedding(start + len(vecs), emb.embedding_dim, padding_idx=self.cfg.pad_id)
+            grown = nn.Embedding(start + len(vecs), emb.embedding_dim, padding_idx=self.cfg.pad_id, device=device,
+                                 dtype=emb.weight.dtype)
             grown.weight.data[:start] = emb.weight.data
             grown.weight.data[start:] = new.to(emb.weight.dtype)
-            emb.weight = grown.weight
+            emb.weight = grown.weight.requires_grad_(emb.weight.requires_grad)  # a frozen encoder stays frozen
             emb.num_embeddings = start + len(vecs)
         ids, nxt = [], start
         for _, j in found:
