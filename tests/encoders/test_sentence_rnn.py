@@ -57,7 +57,7 @@ def test_max_pooling_ignores_padding_and_towers_split():
     assert f.shape == g.shape == (3, 6) and not torch.allclose(f, g)
 
 
-def test_vocabulary_expansion_maps_static_vectors_to_new_rows():
+def test_vocabulary_expansion_maps_static_vectors_to_new_rows(monkeypatch):
     m = encoder()
     itos = ["<pad>", "<unk>", "<s>", "</s>"] + [f"w{i}" for i in range(36)]
     rng = np.random.default_rng(0)
@@ -67,11 +67,22 @@ def test_vocabulary_expansion_maps_static_vectors_to_new_rows():
     with torch.no_grad():
         m.embedding[0].weight[4:] = torch.as_tensor(static_vecs[:36]) @ W
     wv = WordVectors([f"w{i}" for i in range(36)] + ["new0", "new1", "x", "y", "z"], static_vecs)
-    assert m.expand(itos, wv) == pytest.approx(1.0, abs=1e-4)
-    ids = m.add_words(["new0", "never-seen", "new1"])
-    assert ids == [40, 1, 41]
-    torch.testing.assert_close(m.embedding[0].weight[41], torch.as_tensor(static_vecs[37]) @ W, atol=1e-4, rtol=0)
-    assert m.sentence(torch.tensor([[40, 41]])).shape == (1, 6)
+    assert m.expand(itos, wv, "my-vectors") == pytest.approx(1.0, abs=1e-4)
+    assert (m.cfg.expand, m.cfg.expand_dim) == ("my-vectors", 5)
+    assert m.add_words(["new0", "never-seen", "new1", "new0"]) == [40, 1, 41, 40]
+    assert m.embedding[0].num_embeddings == 40  # the mapped rows are not parameters
+    rows = m.embed(0, torch.tensor([[40, 41, 5]]))[0]
+    torch.testing.assert_close(rows[1], torch.as_tensor(static_vecs[37]) @ W, atol=1e-4, rtol=0)
+    torch.testing.assert_close(rows[2], m.embedding[0].weight[5])
+    # a rebuilt encoder (another process: only the config and the saved weights) loads the vectors
+    # by their name on first use and maps a word to the same vector
+    again = SentenceRNN(m.cfg)
+    again.load_state_dict(m.state_dict())
+    loaded = []
+    monkeypatch.setattr("transferlab.vectors.keyed.load_vectors", lambda name: loaded.append(name) or wv)
+    assert again.add_words(["new1"]) == [40] and loaded == ["my-vectors"]
+    torch.testing.assert_close(again.embed(0, torch.tensor([[40]]))[0, 0], rows[1])
+    assert again.sentence(torch.tensor([[40, 5]])).shape == (1, 6)
 
 
 def test_registry_builds_and_rebuilds_it():

@@ -68,7 +68,7 @@ def test_expansion_gives_an_unseen_word_its_mapped_vector(trained):
     word = next(w for w in ("zebra", "keyboard", "internet", "volcano") if w not in backbone.files["vocab"]["itos"])
     ids = backbone.texts([f"the {word} qwzxvq ."])[0]
     assert ids[1] >= vocab_size and ids[2] == 1  # the word glove knows gets a new row; a word nobody knows: <unk>
-    row = backbone.encoder.embedding[0].weight[ids[1]].detach()
+    row = backbone.encoder.embed(0, torch.tensor([ids]))[0, 1].detach()
     expected = torch.tensor(np.array(glove[word]), dtype=torch.float32) @ backbone.encoder.expansion
     assert torch.allclose(row, expected, atol=1e-5)
     assert np.isfinite(backbone.encoder.sentence(torch.tensor([ids])).detach().numpy()).all()
@@ -78,3 +78,25 @@ def test_expansion_gives_an_unseen_word_its_mapped_vector(trained):
 def test_skip_thought_takes_one_tower():
     with pytest.raises(ConfigError, match="sentence_rnn.towers"):
         PretrainSkipThoughtConfig(sentence_rnn=SentenceRNNConfig(towers=2))
+
+
+def test_a_classifier_on_the_expanded_encoder_reloads_and_predicts(trained, tmp_path):
+    """finetune from the skip-thought checkpoint: task words outside its vocabulary get mapped
+    GloVe rows (not saved), and the saved classifier reloads and predicts on new unseen words."""
+    from transferlab.tasks.loading import load_task_model
+
+    rows = [(f"the zebra was good and fun {i}", "pos") for i in range(0, 40, 2)]
+    rows += [(f"the volcano was bad and dull {i}", "neg") for i in range(1, 40, 2)]
+    (tmp_path / "t.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    out = tmp_path / "clf"
+    assert cli.main(["finetune", "--train", str(tmp_path / "t.tsv"), "--text-col", "text", "--label-col", "label",
+                     "--pretrained", str(trained / "run" / "best"), "--preset", "tiny", "--out", str(out),
+                     "--train.progress=false", "--lm_finetune.enabled=false"]) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["encoder"] == "sentence_rnn" and summary["pretrained"]
+    predictor = load_task_model(summary["checkpoint"])
+    assert predictor.model.encoder.cfg.expand == "glove-6b-50d"
+    from transferlab.data.examples import TextExample
+
+    assert predictor.outputs([TextExample("the keyboard was fun", "pos"), TextExample("a zebra", "neg")]).shape == (2, 2)
+    assert predictor.model.encoder.extra.size(0) > 0  # keyboard and zebra read their mapped GloVe rows

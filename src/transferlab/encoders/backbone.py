@@ -349,18 +349,7 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, train
     if "vocab" in ckpt.files and (fam := next((f for f in REBUILT if f in ckpt.config), None)):
         vocab = Vocab.from_dict(ckpt.files["vocab"])
         encoder = ENCODERS[fam].rebuild({"config": ckpt.config[fam]}, ckpt.files)
-        expansion = ckpt.weights.get("encoder.expansion")  # sentence_rnn: skip-thought's vocabulary expansion map
-        if expansion is not None:
-            encoder.expansion = torch.zeros_like(expansion)  # (0, dim) when none was fitted
         load_encoder_weights(encoder, path)
-        if expansion is not None and expansion.numel() and ckpt.config.get("expand"):
-            from transferlab.vectors.keyed import load_vectors
-
-            try:  # the static vectors the map reads, so a word outside the vocabulary gets its mapped vector
-                encoder.attach_static(load_vectors(ckpt.config["expand"]))
-            except (OSError, ValueError) as e:
-                log(f"{path}: vocabulary expansion is off (words outside the vocabulary read <unk>): "
-                    f"{ckpt.config['expand']} did not load: {e}")
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam=fam)
     if "vocab" in ckpt.files and "awd_lstm" in ckpt.config:
         vocab = Vocab.from_dict(ckpt.files["vocab"])

@@ -18,12 +18,16 @@ real word and the last state is the state after the last real word, whatever the
 
 Vocabulary expansion (Kiros et al. 2015, section 3): :meth:`SentenceRNN.expand` fits a linear map
 from static word vectors (word2vec, GloVe) to this encoder's embeddings on the words both know
-(least squares); :meth:`SentenceRNN.add_words` then gives a word outside the vocabulary the mapped
-static vector instead of ``<unk>``, so the encoder reads any word the static vectors know.
+(least squares) and records the vectors' name in the config (``expand``, ``expand_dim``), so the
+map is a weight of the right shape in any rebuilt encoder; :meth:`SentenceRNN.add_words` then gives
+a word outside the vocabulary the mapped static vector instead of ``<unk>``, so the encoder reads
+any word the static vectors know. Those rows are not parameters and are not saved (as CoVe's added
+GloVe rows): a reloaded encoder maps the same word to the same vector again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -48,6 +52,9 @@ class SentenceRNNConfig:
     pooling: Literal["last", "max", "mean"] = "last"  # the sentence vector from the top states
     dropout: float = 0.0  # on the embeddings and between layers
     pad_id: int = 0
+    # vocabulary expansion, set by SentenceRNN.expand: the static vectors (catalog name or path) and their size
+    expand: str = ""
+    expand_dim: int = 0
 
     def __post_init__(self):
         for name in ("dim", "hidden_dim", "n_layers", "towers"):
@@ -59,6 +66,9 @@ class SentenceRNNConfig:
             raise ConfigError(f"sentence_rnn.pooling must be last, max or mean, got {self.pooling!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"sentence_rnn.dropout must be in [0, 1), got {self.dropout}")
+        if bool(self.expand) != (self.expand_dim > 0):
+            raise ConfigError("sentence_rnn.expand and sentence_rnn.expand_dim go together (the static vectors "
+                              "and their size)")
 
     @property
     def directions(self) -> int:
@@ -85,16 +95,29 @@ class SentenceRNN(nn.Module):
                               bidirectional=cfg.bidirectional) for i in range(cfg.n_layers))
             for _ in range(cfg.towers))
         self.drop = nn.Dropout(cfg.dropout)
-        # vocabulary expansion: static dim -> dim, fitted by `expand` (empty until then)
-        self.register_buffer("expansion", torch.zeros(0, cfg.dim), persistent=True)
+        # vocabulary expansion: the map static dim -> dim (fitted by `expand`), and the mapped rows of
+        # the words add_words was given (ids vocab_size, vocab_size + 1, ...; not saved)
+        self.register_buffer("expansion", torch.zeros(cfg.expand_dim, cfg.dim))
+        self.register_buffer("extra", torch.zeros(0, cfg.dim), persistent=False)
+        self._static = None
+        self._extra_ids: dict[str, int] = {}
         for emb in self.embedding:
             nn.init.uniform_(emb.weight, -0.1, 0.1)
             with torch.no_grad():
                 emb.weight[cfg.pad_id].zero_()
 
+    def embed(self, k: int, ids: torch.Tensor) -> torch.Tensor:
+        """Tower ``k``'s word vectors (B, T, dim); ids past the vocabulary read the expansion's rows."""
+        V = self.cfg.vocab_size
+        if self.extra.size(0) == 0:
+            return self.embedding[k](ids)
+        known = ids < V  # (B, T)
+        x = self.embedding[k](ids.masked_fill(~known, self.cfg.pad_id))  # (B, T, dim)
+        return torch.where(known[..., None], x, self.extra[(ids - V).clamp(min=0)].to(x.dtype))
+
     def tower(self, k: int, ids: torch.Tensor, lengths: torch.Tensor) -> list[torch.Tensor]:
         """Tower ``k``'s word embeddings then each layer's states, each (B, T, *)."""
-        x = self.drop(self.embedding[k](ids))  # (B, T, dim)
+        x = self.drop(self.embed(k, ids))  # (B, T, dim)
         states = [x]
         for i, rnn in enumerate(self.rnns[k]):
             packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -152,50 +175,40 @@ class SentenceRNN(nn.Module):
 
     # --- vocabulary expansion (skip-thought's linear map from static vectors) ----------------
 
-    def expand(self, itos: list[str], static) -> float:
-        """Fit the map from ``static`` (a WordVectors) to tower 0's embeddings by least squares on
-        the words of ``itos`` both know; returns the fit's R^2. Keeps ``static`` for add_words."""
-        known = [(i, static.get_index(w)) for i, w in enumerate(itos) if static.get_index(w) is not None]
-        if len(known) < static.vectors.shape[1]:
-            raise ValueError(f"vocabulary expansion needs at least {static.vectors.shape[1]} words known to both "
-                             f"the encoder and the static vectors; {len(known)} are")
+    def expand(self, itos: list[str], static, name: str) -> float:
+        """Fit the map from ``static`` (a WordVectors, loaded from ``name``) to tower 0's embeddings
+        by least squares on the words of ``itos`` both know; returns the fit's R^2. The config then
+        names the vectors, so save it with the weights (a rebuilt encoder has the map's shape)."""
+        known = [(i, j) for i, w in enumerate(itos) if (j := static.get_index(w)) is not None]
+        if len(known) < static.dim:
+            raise ValueError(f"vocabulary expansion needs at least {static.dim} words known to both the encoder "
+                             f"and {name}; {len(known)} are")
         rows, srcs = zip(*known)
         weight = self.embedding[0].weight
         X = torch.as_tensor(static.vectors[list(srcs)], dtype=torch.float32)  # (N, S)
         Y = weight.detach()[list(rows)].float().cpu()  # (N, dim): fitted on the CPU wherever the encoder is
         W = torch.linalg.lstsq(X, Y).solution  # (S, dim)
         r2 = 1.0 - ((X @ W - Y) ** 2).sum() / ((Y - Y.mean(0)) ** 2).sum()
+        self.cfg = dataclasses.replace(self.cfg, expand=name, expand_dim=static.dim)
         self.expansion = W.to(weight.device, weight.dtype)
         self._static = static
         return float(r2)
 
-    def attach_static(self, static) -> None:
-        """Give a loaded encoder whose map was fitted (its ``expansion`` buffer, saved with the
-        weights) the static vectors it maps from, so :meth:`add_words` works again."""
-        self._static = static
-
     def add_words(self, words: list[str]) -> list[int]:
-        """Rows for words outside the vocabulary: their static vectors mapped by :meth:`expand`
-        (``<unk>``'s id, 1, where the map or the vector is missing)."""
-        static = getattr(self, "_static", None)
-        if static is None or self.expansion.numel() == 0:
+        """Ids for words outside the vocabulary: a row of their static vector mapped by the
+        expansion (loaded from ``cfg.expand`` on first use); ``<unk>``'s id, 1, without a map or
+        where the static vectors lack the word. The same word keeps its id."""
+        if not self.cfg.expand:
             return [1] * len(words)
-        found = [(w, static.get_index(w)) for w in words]
-        vecs = [static.vectors[j] for _, j in found if j is not None]
-        if not vecs:
-            return [1] * len(words)
-        device = self.expansion.device
-        new = torch.as_tensor(np.stack(vecs), dtype=torch.float32, device=device) @ self.expansion.float()  # (n, dim)
-        start = self.embedding[0].num_embeddings
-        for emb in self.embedding:  # every tower reads the mapped vector (the map is fitted on tower 0)
-            grown = nn.Embedding(start + len(vecs), emb.embedding_dim, padding_idx=self.cfg.pad_id, device=device,
-                                 dtype=emb.weight.dtype)
-            grown.weight.data[:start] = emb.weight.data
-            grown.weight.data[start:] = new.to(emb.weight.dtype)
-            emb.weight = grown.weight.requires_grad_(emb.weight.requires_grad)  # a frozen encoder stays frozen
-            emb.num_embeddings = start + len(vecs)
-        ids, nxt = [], start
-        for _, j in found:
-            ids.append(nxt if j is not None else 1)
-            nxt += j is not None
-        return ids
+        if self._static is None:
+            from transferlab.vectors.keyed import load_vectors  # the static vectors' stage, only when expanding
+
+            self._static = load_vectors(self.cfg.expand)
+        new = [w for w in dict.fromkeys(words) if w not in self._extra_ids and self._static.get_index(w) is not None]
+        if new:
+            vecs = np.stack([self._static[w] for w in new])  # (n, S)
+            rows = torch.as_tensor(vecs, dtype=torch.float32, device=self.expansion.device) @ self.expansion.float()
+            start = self.cfg.vocab_size + self.extra.size(0)
+            self.extra = torch.cat([self.extra, rows.to(self.extra.dtype)])  # (n_extra, dim)
+            self._extra_ids.update((w, start + i) for i, w in enumerate(new))
+        return [self._extra_ids.get(w, 1) for w in words]

@@ -138,6 +138,10 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
             raise ValueError(f"--encoder {fam} needs --pretrained: a `transferlab {ENCODERS[fam].pretrained_by}` "
                              f"checkpoint")
         return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len, trainable=cfg.cove_trainable)
+    if held in bb.REBUILT:  # a sentence encoder (skip-thought, InferSent, Paragram-phrase): the checkpoint decides
+        if fam != held:
+            log(f"--pretrained {cfg.pretrained} holds a {held} encoder: fine-tuning that (not --encoder {fam})")
+        return bb.pretrained_backbone(Path(cfg.pretrained), cfg.text, cfg.data.max_len)
     wv = _vectors(cfg, fam)
     if fam not in buildable():  # a model that is loaded, never built: a Hugging Face model, word vectors
         return _loaded_backbone(cfg, fam)
@@ -303,7 +307,8 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
                  out_dir=cfg.out, config=to_dict(cfg),
                  files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs}})
     summary = {"kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
-               "encoder": cfg.encoder, "adapt": cfg.adapt, "pretrained": b.pretrained,
+               "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,  # the checkpoint's
+               "adapt": cfg.adapt, "pretrained": b.pretrained,
                "wall_s": time.perf_counter() - start, "steps": result.step,
                "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},

@@ -67,7 +67,6 @@ def load_skip_thought(path: str | Path) -> tuple[SkipThought, Vocab]:
                          f"and vocabulary)")
     encoder = SentenceRNN(from_dict(SentenceRNNConfig, ckpt.config["sentence_rnn"], "sentence_rnn."))
     model = SkipThought(encoder, from_dict(SkipThoughtConfig, ckpt.config.get("objective", {}), "objective."))
-    encoder.expansion = torch.zeros_like(ckpt.weights["encoder.expansion"])  # (0, dim) until a map is fitted
     model.load_state_dict(ckpt.weights)
     return model, Vocab.from_dict(ckpt.files["vocab"])
 
@@ -77,9 +76,10 @@ def expand_vocabulary(model: SkipThought, vocab: Vocab, vectors: str, path: Path
     from transferlab.vectors.keyed import load_vectors
 
     wv = load_vectors(vectors)
-    r2 = model.encoder.expand(vocab.itos, wv)
-    ckpt = load_checkpoint(path)
-    save_checkpoint(path, model, config=ckpt.config, files=ckpt.files, state=ckpt.state)
+    r2 = model.encoder.expand(vocab.itos, wv, vectors)
+    ckpt = load_checkpoint(path)  # the config now names the vectors and the map's size
+    save_checkpoint(path, model, config=ckpt.config | {"sentence_rnn": to_dict(model.encoder.cfg)}, files=ckpt.files,
+                    state=ckpt.state)
     shared = sum(wv.get_index(w) is not None for w in vocab.itos)
     log(f"vocabulary expansion: {vectors} ({len(wv):,} words) -> the word embeddings, fitted on {shared:,} "
         f"words, R^2 {r2:.3f}")
