@@ -157,13 +157,25 @@ PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only f
            ("transferlab.recipes.pretrain_mt", "PretrainMTConfig")),
     "context2vec": ("context2vec: a biLSTM's context of each word, negative sampling against the word",
                     ("transferlab.recipes.pretrain_context2vec", "PretrainContext2VecConfig")),
+    "skipthought": ("skip-thought: a GRU's sentence vector decodes the sentences before and after it",
+                    ("transferlab.recipes.pretrain_skipthought", "PretrainSkipThoughtConfig")),
+    "quickthought": ("quick-thought: two GRUs pick a sentence's neighbours among a batch of candidates",
+                     ("transferlab.recipes.pretrain_quickthought", "PretrainQuickThoughtConfig")),
+    "paraphrase": ("Paragram-phrase: averaged GloVe word vectors trained on paraphrase pairs (margin loss)",
+                   ("transferlab.recipes.pretrain_paraphrase", "PretrainParaphraseConfig")),
+    "nli": ("InferSent: a biLSTM-max sentence encoder trained on NLI (SICK offline; snli, multi_nli online)",
+            ("transferlab.recipes.pretrain_nli", "PretrainNLIConfig")),
+    "sa": ("Dai & Le's sequence autoencoder (SA-LSTM): an AWD-LSTM that reads a sentence and reconstructs it",
+           ("transferlab.recipes.pretrain_sa", "PretrainSAConfig")),
     "mlm": ("masked LM (BERT-style Transformer)",
             ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
     "clm": ("causal LM (GPT-style Transformer)",
             ("transferlab.recipes.pretrain_transformer", "PretrainTransformerConfig")),
     **{m: (f"static vectors: {m} (a WordVectors folder OUT/vectors)", _VECTORS) for m in VECTOR_METHODS},
 }
-FROM_SCRATCH = {"context2vec": "context2vec", "mt": "cove", "bilm": "elmo"}  # objective -> its one encoder
+FROM_SCRATCH = {"context2vec": "context2vec", "mt": "cove", "bilm": "elmo", "sa": "awd_lstm",  # objective -> encoder
+                "paraphrase": "fasttext", "nli": "sentence_rnn", "skipthought": "sentence_rnn",
+                "quickthought": "sentence_rnn"}
 
 
 def settings_help(cls, prefix: str = "", value=None) -> list[str]:

@@ -98,5 +98,6 @@ def test_a_classifier_on_the_expanded_encoder_reloads_and_predicts(trained, tmp_
     assert predictor.model.encoder.cfg.expand == "glove-6b-50d"
     from transferlab.data.examples import TextExample
 
-    assert predictor.outputs([TextExample("the keyboard was fun", "pos"), TextExample("a zebra", "neg")]).shape == (2, 2)
+    unseen = [TextExample("the keyboard was fun", "pos"), TextExample("a zebra", "neg")]
+    assert predictor.outputs(unseen).shape == (2, 2)
     assert predictor.model.encoder.extra.size(0) > 0  # keyboard and zebra read their mapped GloVe rows
