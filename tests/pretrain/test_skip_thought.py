@@ -41,11 +41,11 @@ def _batch(seed: int = 0, B: int = 4) -> dict[str, torch.Tensor]:
 def _hand_decoder_nll(model: SkipThought, side: str, h: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor):
     """The paper's conditional GRU step by step (C_r h, C_z h, C h in the gates; PyTorch's reset
     placement), the first state tanh(W_0 h), then the vocabulary matrix and a plain cross-entropy."""
-    gru, H = model.decoders[side], model.decoders[side].hidden_size
+    gru, H = model.decoders[side].gru, model.decoders[side].gru.hidden_size
     W, U, bw, bu = gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0
     E = model.encoder.cfg.dim
     Wx, C = W[:, :E], W[:, E:]  # the word and the sentence-vector parts of the input matrix
-    state = torch.tanh(model.init_state[side](h))  # (B, H)
+    state = torch.tanh(model.decoders[side].init_state(h))  # (B, H)
     logits = []
     for t in range(inputs.size(1)):
         x = model.encoder.embedding[0](inputs[:, t])  # (B, E)
@@ -94,7 +94,8 @@ def test_decoders_share_the_encoders_embeddings_and_one_vocabulary_matrix():
     loss = skip_thought_loss(model, _batch())
     loss.backward()
     assert model.encoder.embedding[0].weight.grad.abs().sum() > 0
-    assert model.decoders["prev"].weight_ih_l0 is not model.decoders["next"].weight_ih_l0
+    assert model.decoders["prev"].gru.weight_ih_l0 is not model.decoders["next"].gru.weight_ih_l0
+    assert model.decoders["prev"].vocab is model.decoders["next"].vocab is model.vocab
     names = {n for n, _ in model.named_parameters()}
     assert "vocab.weight" in names and not any(n.startswith("decoders.prev.vocab") for n in names)
 

@@ -232,10 +232,12 @@ def _pack(sentences: Iterable[tuple[int, list[int]]]) -> OrderedSentences:
                             np.frombuffer(docs, dtype=np.int64).copy())
 
 
-def encode_sentences(d: SentenceDataConfig, tok: Callable[[str], list[str]]
+def encode_sentences(d: SentenceDataConfig, tok: Callable[[str], list[str]], extra: Iterable[list[str]] = ()
                      ) -> tuple[Vocab, dict[str, OrderedSentences]]:
     """The training split's vocabulary and every split's sentences as ids, in one pass over each
-    split (the training words get provisional ids while they are counted, renumbered after)."""
+    split (the training words get provisional ids while they are counted, renumbered after).
+    ``extra``: the words of more training text (another task's sentences) counted into the
+    vocabulary too (GenSen's one vocabulary over all its tasks)."""
     index: dict[str, int] = {}
     counts = array("q")
 
@@ -251,6 +253,8 @@ def encode_sentences(d: SentenceDataConfig, tok: Callable[[str], list[str]]
                   _kept(document_sentences(d.corpus, "train", d.held_out), tok, d))
     if not len(train):
         raise ConfigError(f"data.corpus: {d.corpus} has no training sentence")
+    for words in extra:
+        provisional(words)
     vocab = Vocab.build((), d.min_freq, d.max_vocab, counts=dict(zip(index, counts)))
     renumber = np.array([vocab.stoi.get(w, vocab.unk_id) for w in index], dtype=np.int64)  # provisional -> vocab id
     splits = {"train": OrderedSentences(renumber[train.ids], train.offsets, train.doc)}

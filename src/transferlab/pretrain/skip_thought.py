@@ -16,6 +16,9 @@ decoders (the authors' code shares one embedding table). The loss of a batch is 
 two decoders of their teacher-forced cross-entropy, each averaged over its real target words
 (``w1 .. wn <eos>``; padding is ``IGNORE_INDEX`` and never scored).
 
+- :class:`ConditionalDecoder`: one such decoder (its first-state map, its GRU, its vocabulary
+  matrix, reading a given embedding table), reused by GenSen's decoders
+  (:mod:`transferlab.pretrain.multitask`);
 - :class:`SkipThoughtConfig`, :class:`SkipThought` (``.encoder`` is the SentenceRNN, so a
   checkpoint holds its ``encoder.*`` weights); ``forward(...)`` is the loss, so the training
   loop only calls the model;
@@ -37,7 +40,7 @@ from transferlab import IGNORE_INDEX
 from transferlab.config import ConfigError
 from transferlab.encoders.sentence_rnn import SentenceRNN
 
-__all__ = ["SIDES", "SkipThoughtConfig", "SkipThought", "skip_thought_loss", "skip_thought_perplexity"]
+__all__ = ["SIDES", "ConditionalDecoder", "SkipThoughtConfig", "SkipThought", "skip_thought_loss", "skip_thought_perplexity"]
 
 SIDES = ("prev", "next")
 
@@ -52,37 +55,67 @@ class SkipThoughtConfig:
                               f"got {self.decoder_dim}")
 
 
+class ConditionalDecoder(nn.Module):
+    """Skip-thought's conditional GRU decoder (see the module docstring): reads ``<bos> w1 ..``
+    through ``embedding``, conditioned at every step on a vector of ``cond_dim``, first state
+    ``tanh(W_0 h)``, scores ``vocab_size`` words. ``vocab`` shares one output layer between
+    decoders (skip-thought's two); ``embedding`` may be the encoder's table (a checkpoint holds a
+    shared tensor once)."""
+
+    def __init__(self, embedding: nn.Embedding, cond_dim: int, hidden_dim: int, vocab_size: int,
+                 vocab: nn.Linear | None = None) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.init_state = nn.Linear(cond_dim, hidden_dim)
+        self.gru = nn.GRU(embedding.embedding_dim + cond_dim, hidden_dim, batch_first=True)
+        self.vocab = vocab if vocab is not None else nn.Linear(hidden_dim, vocab_size)
+
+    def states(self, h: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """The states (B, T, H) reading ``inputs`` (B, T) (``<bos> w1 ..``), conditioned on ``h`` (B, D)."""
+        B, T = inputs.shape
+        x = self.embedding(inputs)  # (B, T, E)
+        x = torch.cat([x, h[:, None, :].expand(B, T, h.size(-1))], -1)  # (B, T, E + D): h at every step
+        h0 = torch.tanh(self.init_state(h))[None]  # (1, B, H)
+        return self.gru(x, h0)[0]  # (B, T, H)
+
+    def logits(self, h: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
+        """(B, T, V) next-word scores at every position (padding too)."""
+        return self.vocab(self.states(h, inputs))
+
+    def nll(self, h: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Summed cross-entropy over the real targets of ``labels`` (B, T), and their number; the
+        vocabulary matrix is applied only at those positions."""
+        keep = labels.ne(IGNORE_INDEX)  # (B, T)
+        y = self.states(h, inputs)[keep]  # (N, H)
+        return F.cross_entropy(self.vocab(y).float(), labels[keep], reduction="sum"), int(keep.sum())
+
+
 class SkipThought(nn.Module):
     """A SentenceRNN and the two conditional-GRU decoders of skip-thought (see the module docstring)."""
 
     def __init__(self, encoder: SentenceRNN, cfg: SkipThoughtConfig = SkipThoughtConfig()) -> None:
         super().__init__()
-        V, E, D = encoder.cfg.vocab_size, encoder.cfg.dim, encoder.sentence_dim
+        V, D = encoder.cfg.vocab_size, encoder.sentence_dim
         H = cfg.decoder_dim or D
         self.encoder, self.cfg = encoder, cfg
-        self.init_state = nn.ModuleDict({side: nn.Linear(D, H) for side in SIDES})
-        self.decoders = nn.ModuleDict({side: nn.GRU(E + D, H, batch_first=True) for side in SIDES})
         self.vocab = nn.Linear(H, V)  # the vocabulary matrix V, shared by both decoders
+        # both read the encoder's word embeddings
+        self.decoders = nn.ModuleDict({side: ConditionalDecoder(encoder.embedding[0], D, H, V, vocab=self.vocab)
+                                       for side in SIDES})
 
     def states(self, side: str, h: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         """Decoder ``side``'s states (B, T, H) reading ``inputs`` (B, T) (``<bos> w1 ..``), conditioned
         on the sentence vectors ``h`` (B, D)."""
-        B, T = inputs.shape
-        x = self.encoder.embedding[0](inputs)  # (B, T, E): the encoder's word embeddings
-        x = torch.cat([x, h[:, None, :].expand(B, T, h.size(-1))], -1)  # (B, T, E + D): h_i at every step
-        h0 = torch.tanh(self.init_state[side](h))[None]  # (1, B, H)
-        return self.decoders[side](x, h0)[0]  # (B, T, H)
+        return self.decoders[side].states(h, inputs)
 
     def logits(self, side: str, h: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         """(B, T, V) next-word scores of decoder ``side`` at every position (padding too)."""
-        return self.vocab(self.states(side, h, inputs))
+        return self.decoders[side].logits(h, inputs)
 
     def nll(self, side: str, h: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, int]:
         """Summed cross-entropy of decoder ``side`` over the real targets of ``labels`` (B, T), and their
-        number; the vocabulary matrix is applied only at those positions."""
-        keep = labels.ne(IGNORE_INDEX)  # (B, T)
-        y = self.states(side, h, inputs)[keep]  # (N, H)
-        return F.cross_entropy(self.vocab(y).float(), labels[keep], reduction="sum"), int(keep.sum())
+        number."""
+        return self.decoders[side].nll(h, inputs, labels)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, prev_ids: torch.Tensor, prev_labels: torch.Tensor,
                 next_ids: torch.Tensor, next_labels: torch.Tensor) -> torch.Tensor:
