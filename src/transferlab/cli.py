@@ -171,6 +171,8 @@ PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only f
                    ("transferlab.recipes.pretrain_paraphrase", "PretrainParaphraseConfig")),
     "nli": ("InferSent: a biLSTM-max sentence encoder trained on NLI (SICK offline; snli, multi_nli online)",
             ("transferlab.recipes.pretrain_nli", "PretrainNLIConfig")),
+    "gensen": ("GenSen: one biGRU sentence encoder shared by next-sentence decoding, En->De translation and NLI",
+               ("transferlab.recipes.pretrain_gensen", "PretrainGenSenConfig")),
     "sa": ("Dai & Le's sequence autoencoder (SA-LSTM): an AWD-LSTM that reads a sentence and reconstructs it",
            ("transferlab.recipes.pretrain_sa", "PretrainSAConfig")),
     "mlm": ("masked LM (BERT-style Transformer)",
@@ -181,7 +183,7 @@ PRETRAIN_OBJECTIVES = {  # objective -> (help, its config class, imported only f
 }
 FROM_SCRATCH = {"context2vec": "context2vec", "mt": "cove", "bilm": "elmo", "sa": "awd_lstm",  # objective -> encoder
                 "paraphrase": "fasttext", "nli": "sentence_rnn", "skipthought": "sentence_rnn",
-                "quickthought": "sentence_rnn"}
+                "quickthought": "sentence_rnn", "gensen": "sentence_rnn"}
 
 
 def settings_help(cls, prefix: str = "", value=None) -> list[str]:

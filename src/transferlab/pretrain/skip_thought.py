@@ -40,7 +40,8 @@ from transferlab import IGNORE_INDEX
 from transferlab.config import ConfigError
 from transferlab.encoders.sentence_rnn import SentenceRNN
 
-__all__ = ["SIDES", "ConditionalDecoder", "SkipThoughtConfig", "SkipThought", "skip_thought_loss", "skip_thought_perplexity"]
+__all__ = ["SIDES", "ConditionalDecoder", "SkipThoughtConfig", "SkipThought", "skip_thought_loss",
+           "skip_thought_perplexity"]
 
 SIDES = ("prev", "next")
 
