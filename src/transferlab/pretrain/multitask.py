@@ -46,7 +46,7 @@ from torch import nn
 
 from transferlab.config import ConfigError
 from transferlab.encoders.sentence_rnn import SentenceRNN
-from transferlab.pretrain.nli import pair_features
+from transferlab.pretrain.nli import pair_classifier, pair_features
 from transferlab.pretrain.paraphrase import join_sides
 from transferlab.pretrain.sentences import TripleBatches
 from transferlab.pretrain.skip_thought import ConditionalDecoder
@@ -81,13 +81,12 @@ class GenSenConfig:
 
 
 class PairClassifier(nn.Module):
-    """InferSent's classifier (:class:`transferlab.pretrain.nli.InferSent`, the same layers):
-    (B, D) ``u`` and ``v`` -> (B, C) logits over ``[u, v, |u - v|, u * v]``."""
+    """InferSent's classifier (:func:`transferlab.pretrain.nli.pair_classifier`) on two sentence
+    vectors: (B, D) ``u`` and ``v`` -> (B, C) logits over ``[u, v, |u - v|, u * v]``."""
 
     def __init__(self, dim: int, n_classes: int, hidden_dim: int = 512, dropout: float = 0.0) -> None:
         super().__init__()
-        self.classifier = nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * dim, hidden_dim), nn.Tanh(),
-                                        nn.Dropout(dropout), nn.Linear(hidden_dim, n_classes))
+        self.classifier = pair_classifier(dim, n_classes, hidden_dim, dropout)
 
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.classifier(pair_features(u, v))  # (B, C)

@@ -55,6 +55,12 @@ def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
 
 
+def pair_classifier(dim: int, n_classes: int, hidden_dim: int = 512, dropout: float = 0.0) -> nn.Sequential:
+    """InferSent's classifier: (B, 4 dim) pair features -> one tanh layer of ``hidden_dim`` -> (B, C) logits."""
+    return nn.Sequential(nn.Dropout(dropout), nn.Linear(4 * dim, hidden_dim), nn.Tanh(), nn.Dropout(dropout),
+                         nn.Linear(hidden_dim, n_classes))
+
+
 class InferSent(nn.Module):
     """A sentence encoder and the NLI classifier over its pair features (module docstring)."""
 
@@ -64,8 +70,7 @@ class InferSent(nn.Module):
             raise ValueError(f"InferSent: an NLI classifier needs 2 or more classes, got {n_classes}")
         self.encoder, self.cfg = encoder, cfg
         D = encoder.sentence_dim
-        self.classifier = nn.Sequential(nn.Dropout(cfg.dropout), nn.Linear(4 * D, cfg.hidden_dim), nn.Tanh(),
-                                        nn.Dropout(cfg.dropout), nn.Linear(cfg.hidden_dim, n_classes))
+        self.classifier = pair_classifier(D, n_classes, cfg.hidden_dim, cfg.dropout)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor, ids_b: torch.Tensor, mask_b: torch.Tensor
                 ) -> torch.Tensor:
