@@ -41,11 +41,14 @@ EXAMPLES = {
                 "  transferlab finetune --train my.tsv --text-col review --label-col stars --preset tiny\n"
                 "  transferlab finetune --task sst2 --labels 1000 --ulmfit.gradual_unfreeze=false\n"
                 "  transferlab finetune --task mrpc --encoder minilm-l6\n"
-                "  transferlab finetune --task conll2003 --encoder transformer --pretrained runs/mlm/best",
+                "  transferlab finetune --task conll2003 --encoder transformer --pretrained runs/mlm/best\n"
+                "  transferlab finetune --task ud-ewt --task-kind parse --encoder minilm-l6   # a dependency parser",
     "evaluate": "transferlab evaluate --model runs/finetune/last --task sst2 --split test\n"
-                "  transferlab evaluate --model runs/finetune/last --data my_test.tsv   # the model's own columns",
+                "  transferlab evaluate --model runs/finetune/last --data my_test.tsv   # the model's own columns\n"
+                "  transferlab evaluate --model runs/parser/last --task ud-ewt   # a parser: UAS and LAS",
     "predict": "transferlab predict --model runs/finetune/last 'a gorgeous , witty film' 'dull and tired'\n"
-               "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl",
+               "  transferlab predict --model runs/finetune/last --input reviews.txt --output preds.jsonl\n"
+               "  transferlab predict --model runs/squad/last --task qa --question 'Who won?' --context 'Denver won.'",
     "translate": "transferlab translate runs/mt/best 'Open the file' 'Save all changes?'\n"
                  "  transferlab translate runs/mt/best --file strings.txt --beam 1   # greedy, one line per line",
     "vectors": "transferlab vectors eval glove-6b-50d\n"
@@ -276,7 +279,8 @@ def cmd_finetune(args, overrides) -> None:
 
     cfg = finetune.load_finetune_config(args.preset, _flags(args, overrides, _task_data(args) | {
         "data.train_size": args.labels, "pretrained": args.pretrained, "encoder": args.encoder,
-        "vectors": args.vectors, "overwrite": args.overwrite or None}), config_file=args.config)
+        "vectors": args.vectors, "overwrite": args.overwrite or None, "task.kind": args.task_kind}),
+        config_file=args.config)
     print(json.dumps(finetune.run(cfg), indent=2))
 
 
@@ -289,6 +293,14 @@ def _saved_columns(model: str) -> dict:
         return {}
     return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags", "columns")
             if data.get(k) not in (None, "")}
+
+
+def _model_kind(model: str) -> str:
+    """A finetune checkpoint's task kind (task.json), or "" when it has none."""
+    try:
+        return str(json.loads((Path(model) / "task.json").read_text())["kind"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
 
 
 def _check_labels(model: str, cfg, examples: list) -> None:
@@ -316,10 +328,11 @@ def _examples(args):
         cols = {"text_col": "text", "label_col": "label"} | saved | {k: v for k, v in given.items() if v is not None}
         cfg = TaskDataConfig(task="", train=args.data, text_col=cols["text_col"], text_b_col=cols.get("text_b_col", ""),
                              label_col=cols["label_col"], tags=cols.get("tags", ""), columns=cols.get("columns", ""))
-        examples = read_examples(cfg, "test", args.data)
+        examples = read_examples(cfg, "test", args.data, parsed=_model_kind(args.model) == "parse")
         _check_labels(args.model, cfg, examples)
         return examples, args.data
-    return load_task(TaskDataConfig(task=args.task))[args.split], f"{args.task} {args.split}"
+    parsed = _model_kind(args.model) == "parse"  # a parser is scored on the treebank's trees
+    return load_task(TaskDataConfig(task=args.task), parsed)[args.split], f"{args.task} {args.split}"
 
 
 def cmd_evaluate(args, overrides) -> None:
@@ -337,6 +350,17 @@ def cmd_predict(args, overrides) -> None:
     from transferlab.data.readers import TextLines
     from transferlab.recipes.predict import predict
 
+    if args.question or args.context or args.task == "qa":
+        _predict_qa(args)
+        return
+    if args.input and Path(args.input).suffix.lower() == ".conllu":  # a treebank's words, parsed: CoNLL-U out
+        from contextlib import nullcontext
+
+        from transferlab.recipes.predict import predict_conllu
+
+        with open(args.output, "w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out:
+            predict_conllu(args.model, args.input, out)
+        return
     texts = list(TextLines(args.input)) if args.input else list(args.texts)
     if not texts:
         texts = [line.strip() for line in sys.stdin if line.strip()]
@@ -345,6 +369,20 @@ def cmd_predict(args, overrides) -> None:
             predict(args.model, texts, out)
     else:
         predict(args.model, texts, sys.stdout)
+
+
+def _predict_qa(args) -> None:
+    """``predict --task qa``: an extractive QA model's answers to ``--question`` about ``--context``."""
+    from transferlab.recipes.qa import predict_answers
+
+    if not (args.question and args.context) or args.texts or args.input:
+        raise ConfigError("--task qa takes --question (one or more) and --context (one, or one per question), "
+                          "without texts or --input")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            predict_answers(args.model, args.question, args.context, out)
+    else:
+        predict_answers(args.model, args.question, args.context, sys.stdout)
 
 
 def cmd_translate(args, overrides) -> None:
@@ -507,6 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pretrained", help="a pretraining checkpoint folder (pretrain lm for awd_lstm, pretrain "
                                         "mlm|clm for transformer, pretrain bilm for elmo and taglm); omit to train "
                                         "from scratch")
+    p.add_argument("--task-kind", help="what to learn: auto (from the data), classify, regress, tag, or parse "
+                                       "(a CoNLL-U treebank's dependency trees, ud-ewt) (task.kind)")
     p.add_argument("--vectors", help="static vectors for the embedding of an encoder trained from scratch "
                                      "(awd_lstm, fasttext, transformer): glove-6b-50d, a WordVectors folder, "
                                      "a word2vec/GloVe file (vectors)")
@@ -533,8 +573,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = _parser("predict", sub, "labels and probabilities for new text, as JSON lines")
     p.add_argument("--model", required=True, help="a classifier checkpoint folder")
     p.add_argument("texts", nargs="*", help="texts to classify (else --input, else standard input)")
-    p.add_argument("--input", help="a text file, one text per line")
+    p.add_argument("--input", help="a text file, one text per line; for a parser also a .conllu file, written "
+                                   "back with HEAD and DEPREL predicted (a parser's output is CoNLL-U)")
     p.add_argument("--output", help="write JSONL here instead of standard output")
+    p.add_argument("--task", choices=["qa"], help="qa: answer --question about --context with an extractive QA "
+                                                  "model (the answer, its score and its characters [start, end))")
+    p.add_argument("--question", action="append", help="a question for a QA model (repeat for more)")
+    p.add_argument("--context", action="append", help="the text a QA model answers from (one, or one per question)")
     p.set_defaults(func=cmd_predict)
 
     p = _parser("translate", sub, "translate English with a `pretrain mt` model (CoVe's), one line per text")

@@ -18,10 +18,10 @@ from typing import Literal
 
 from transferlab.data import catalog
 from transferlab.data.errors import DataError
-from transferlab.data.examples import PairExample, TaggedSentence, TextExample
+from transferlab.data.examples import PairExample, ParsedSentence, QAExample, TaggedSentence, TextExample
 from transferlab.log import log
 
-Example = TextExample | PairExample | TaggedSentence
+Example = TextExample | PairExample | TaggedSentence | QAExample | ParsedSentence
 
 
 @dataclass(frozen=True)
@@ -93,15 +93,26 @@ def _options(cfg: TaskDataConfig, path: str) -> dict:
     return cols | {"text_col": _column(cfg.text_col)}
 
 
-def read_examples(cfg: TaskDataConfig, split: str, path: str) -> list[Example]:
-    examples = list(catalog.load_examples(path or cfg.task, split, **_options(cfg, path)))
+def read_examples(cfg: TaskDataConfig, split: str, path: str, parsed: bool = False) -> list[Example]:
+    """A split's examples; ``parsed``: a CoNLL-U file's or treebank's dependency trees (ParsedSentence)."""
+    trees = {"parsed": True} if parsed else {}
+    no_trees = DataError(path or cfg.task, None, None, "parsing needs dependency trees: a CoNLL-U file (.conllu) "
+                         "or a catalog treebank (ud-ewt)")
+    try:
+        examples = list(catalog.load_examples(path or cfg.task, split, **_options(cfg, path), **trees))
+    except DataError as e:
+        if parsed and e.field == "parsed":  # a catalog dataset that holds no trees
+            raise no_trees from None
+        raise
+    if parsed and examples and not isinstance(examples[0], ParsedSentence):
+        raise no_trees
     if path and not examples:
         raise DataError(path, None, None, "no examples: the file is empty or holds only a header line")
     for i, ex in enumerate(examples):
-        if not isinstance(ex, (TextExample, PairExample, TaggedSentence)):
+        if not isinstance(ex, (TextExample, PairExample, TaggedSentence, QAExample, ParsedSentence)):
             raise DataError(path or cfg.task, None, None,
-                            f"expected texts, text pairs or tagged sentences, got {type(ex).__name__}")
-        if not isinstance(ex, TaggedSentence) and ex.label is None:
+                            f"expected texts, text pairs, tagged sentences or questions, got {type(ex).__name__}")
+        if not isinstance(ex, (TaggedSentence, QAExample, ParsedSentence)) and ex.label is None:
             raise DataError(path or cfg.task, i + 1, cfg.label_col, "label missing")
     return examples
 
@@ -121,16 +132,17 @@ def nested_subset(n_total: int, size: int, seed: int) -> list[int]:
     return sorted(order[: size or n_total])
 
 
-def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
+def load_task(cfg: TaskDataConfig, parsed: bool = False) -> dict[str, list[Example]]:
     """Train (subset), valid and test examples; valid is held out of train if absent, and when
     test is absent too a separate test part of the same size (a test file or split given, or a
-    validation file without one, keeps the old rule: the validation examples stand in for test)."""
+    validation file without one, keeps the old rule: the validation examples stand in for test).
+    ``parsed``: CoNLL-U read as dependency trees, for a parser."""
     splits = catalog.splits(cfg.task) if cfg.task and not cfg.train else ["train"]
-    train = read_examples(cfg, "train", cfg.train)
+    train = read_examples(cfg, "train", cfg.train, parsed)
     no_test = not cfg.test and "test" not in splits
     test = None
     if cfg.valid or "valid" in splits or "dev" in splits:
-        valid = read_examples(cfg, "valid" if "valid" in splits else "dev", cfg.valid)
+        valid = read_examples(cfg, "valid" if "valid" in splits else "dev", cfg.valid, parsed)
     else:
         n = max(1, int(len(train) * cfg.valid_fraction))
         two = no_test and len(train) > 2 * n  # room for a test part as well as valid
@@ -147,9 +159,9 @@ def load_task(cfg: TaskDataConfig) -> dict[str, list[Example]]:
             log(f"test: another {len(test):,} examples held out of train, apart from valid: no test file or split "
                 f"was given (data.test)")
     if cfg.test:
-        test = read_examples(cfg, "test", cfg.test)
+        test = read_examples(cfg, "test", cfg.test, parsed)
     elif "test" in splits:
-        test = read_examples(cfg, "test", "")
+        test = read_examples(cfg, "test", "", parsed)
     elif test is None:
         test = valid
         log("test: no test file or split was given; the validation examples stand in (data.test)")
@@ -168,9 +180,10 @@ def describe(data: dict[str, list[Example]], name: str, read: int) -> None:
     """Say what was read: examples per split (and how many of train are used), and the labels."""
     used = f" (a subset of {read:,}, data.train_size)" if len(data["train"]) < read else ""
     log(f"{name}: train {len(data['train']):,}{used}, valid {len(data['valid']):,}, test {len(data['test']):,} "
-        f"{'sentences' if isinstance(data['train'][0], TaggedSentence) else 'examples'}" if data["train"] else
+        f"{'sentences' if isinstance(data['train'][0], (TaggedSentence, ParsedSentence)) else 'examples'}"
+        if data["train"] else
         f"{name}: no training examples")
-    if data["train"] and not isinstance(data["train"][0], TaggedSentence):
+    if data["train"] and not isinstance(data["train"][0], (TaggedSentence, QAExample, ParsedSentence)):
         counts = Counter(ex.label for ex in data["train"])
         if len(counts) <= 20:
             log("labels in train: " + ", ".join(f"{label} {n:,}" for label, n in counts.most_common()))
@@ -223,6 +236,8 @@ def all_texts(examples: list[Example]) -> list[str]:
     for building a vocabulary or training a tokenizer on a task."""
     if isinstance(examples[0], PairExample):
         return [t for ex in examples for t in (ex.text_a, ex.text_b)]
-    if isinstance(examples[0], TaggedSentence):
+    if isinstance(examples[0], (TaggedSentence, ParsedSentence)):
         return [" ".join(ex.tokens) for ex in examples]
+    if isinstance(examples[0], QAExample):  # each context once, and every question
+        return list(dict.fromkeys(ex.context for ex in examples)) + [ex.question for ex in examples]
     return [ex.text for ex in examples]

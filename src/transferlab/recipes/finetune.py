@@ -52,6 +52,8 @@ from transferlab.tasks.model import (
     main_metric,
     task_kind,
 )
+from transferlab.tasks.parse import ParserConfig, parse_loss
+from transferlab.tasks.qa import QAConfig
 from transferlab.tasks.tag import tag_loss
 from transferlab.text.subword import SubwordTokenizer
 from transferlab.text.tokenize import TextConfig, tokenizer
@@ -95,6 +97,8 @@ class FinetuneConfig:
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
     head: ClassifierHeadConfig = field(default_factory=ClassifierHeadConfig)  # the AWD-LSTM's head
     task: TaskConfig = field(default_factory=TaskConfig)
+    parser: ParserConfig = field(default_factory=ParserConfig)  # task.kind=parse: the biaffine parser (ud-ewt)
+    qa: QAConfig = field(default_factory=QAConfig)  # extractive QA's windows and decoding (squad-v1.1 ...)
     train: TrainConfig = field(default_factory=lambda: TrainConfig(lr=1e-2, epochs=6, schedule="slanted_triangular"))
     out: str = "runs/finetune"
     # `out` holding a finetune run: the same config resumes it; another is refused (the keys named)
@@ -242,6 +246,7 @@ def encode_splits(cfg: FinetuneConfig, data: dict, b: bb.Backbone, kind: Kind, l
         check_labels(cfg.data, labels, data)
     sets = {split: encode_examples(b, ex, kind, labels, both, f"{name} {split}") for split, ex in data.items()}
     rule = ("words past the cut get the fallback tag" if kind == "tag" else
+            "words past the cut hang from the word before them" if kind == "parse" else
             "longest text first" if isinstance(data["train"][0], PairExample) else "at the end")
     for split, enc in sets.items():
         if enc.n_cut:
@@ -278,25 +283,29 @@ def gradual_unfreezing(groups: list, pgroups: list[dict]):
 
 def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     kind = task_kind(cfg.task, data["train"])
+    if kind == "qa":  # questions with contexts: windows and a span head (transferlab.recipes.qa)
+        from transferlab.recipes.qa import train_qa
+
+        return train_qa(cfg, data, b)
     labels = label_set(kind, data["train"])
     both = both_orders(cfg.task, b, kind)
     sets = encode_splits(cfg, data, b, kind, labels, both)
     model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb,
-                        cfg.features_layers)
+                        cfg.features_layers, parser=cfg.parser)
     groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
     train, bs = sets["train"], cfg.data.batch_size
-    extra = {} if kind == "tag" else {"labels": train.labels}
+    extra = {} if kind in ("tag", "parse") else {"labels": train.labels}
 
     def batches(epoch: int) -> Batches:
         return Batches(train.seqs, bs, pad_id=b.pad_id, extra=extra, seq_extra=train.seq_extra,
                        seed=cfg.train.seed, epoch=epoch, drop_last=len(train.seqs) > bs)
 
-    gold = {s: [list(ex.tags) for ex in data[s]] for s in data} if kind == "tag" else {}
+    gold = {s: [list(ex.tags) for ex in data[s]] for s in data} if kind == "tag" else data if kind == "parse" else {}
 
     def score(m, split: str) -> dict:
         return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split), cfg.data.eval_batch_size)
 
-    loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss}[kind]
+    loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss, "parse": parse_loss}[kind]
     pairs = isinstance(data["train"][0], PairExample)
     start = time.perf_counter()
     result = fit(model, loss, batches, schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train,
@@ -337,7 +346,7 @@ def report(out: Path, test: dict, summary: dict, result) -> dict:
 def run(cfg: FinetuneConfig) -> dict:
     torch.manual_seed(cfg.train.seed)  # the encoder and head are built before fit() seeds: same start per seed
     check_run_folder(cfg.out, True, to_dict(cfg), cfg.overwrite)  # never another run's weights under this config
-    data = load_task(cfg.data)
+    data = load_task(cfg.data, parsed=cfg.task.kind == "parse")  # a parser reads CoNLL-U as trees
     if not data["train"]:
         raise ValueError(f"{cfg.data.train or cfg.data.task}: no training examples")
     if bb.family(cfg.encoder) != "awd_lstm" and cfg.lm_finetune.enabled and cfg.pretrained:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -20,11 +20,13 @@ from torch import nn
 from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.data.batching import Batches
-from transferlab.data.examples import TaggedSentence
+from transferlab.data.examples import ParsedSentence, TaggedSentence
 from transferlab.encoders import backbone as bb
 from transferlab.encoders.registry import buildable
 from transferlab.tasks.classify import ClassifierHeadConfig, predict_outputs
 from transferlab.tasks.model import Encoded, Kind, TaskConfig, build_model, encode_examples, evaluate
+from transferlab.tasks.qa import evaluate_predictor
+from transferlab.tasks.parse import ParserConfig, predict_trees
 from transferlab.tasks.tag import predict_tags
 from transferlab.text.tokenize import TextConfig
 
@@ -41,6 +43,7 @@ class TaskPredictor:
     pairs: bool  # trained on text pairs
     config: dict  # the resolved config it was trained with
     batch_size: int = 64  # sequences per batch when scoring and predicting (data.eval_batch_size)
+    task: dict = field(default_factory=dict)  # the checkpoint's task.json (a QA model's null_threshold)
 
     def encode(self, examples: list, where: str) -> Encoded:
         return encode_examples(self.backbone, examples, self.kind, self.labels, self.both_orders, where)
@@ -63,6 +66,19 @@ class TaskPredictor:
         pred = predict_tags(self.model, batches, enc.positions, enc.n_words, fallback)
         return [[self.labels[t] for t in row] for row in pred]
 
+    @torch.no_grad()
+    def trees(self, sentences: list[list[str]]) -> list[tuple[list[int], list[str]]]:
+        """A parser's tree for each sentence of words: CoNLL-U heads (0 = root) and relations
+        (words past the model's length are attached to the word before, relation ``dep``)."""
+        n = [len(words) for words in sentences]
+        enc = self.encode([ParsedSentence(tuple(w), ("_",) * k, ("_",) * k, ("_",) * k, (0,) * k, (self.labels[0],) * k)
+                           for w, k in zip(sentences, n)], "input")  # placeholder trees that nothing reads
+        fallback = self.labels.index("dep") if "dep" in self.labels else 0
+        batches = Batches(enc.seqs, self.batch_size, pad_id=self.backbone.pad_id, shuffle=False,
+                          seq_extra={k: v for k, v in enc.seq_extra.items() if k == "word_index"})
+        pred = predict_trees(self.model, batches, n, fallback, next(self.model.parameters()).device)
+        return [(heads, [self.labels[r] for r in rels]) for heads, rels in pred]
+
     def _unlabeled(self, examples: list) -> Encoded:
         """Examples without labels, encoded (a placeholder label that nothing reads)."""
         if self.kind == "tag":  # placeholder tags, one per word
@@ -72,8 +88,10 @@ class TaskPredictor:
         return encode_examples(self.backbone, filled, self.kind, self.labels, self.both_orders, "input")
 
     def evaluate(self, examples: list, where: str) -> dict:
+        if self.kind == "qa":  # SQuAD EM/F1 over windows (transferlab.tasks.qa)
+            return evaluate_predictor(self, examples)
         enc = self.encode(examples, where)
-        gold = [list(ex.tags) for ex in examples] if self.kind == "tag" else None
+        gold = [list(ex.tags) for ex in examples] if self.kind == "tag" else examples if self.kind == "parse" else None
         return evaluate(self.model, enc, self.kind, self.labels, self.backbone.pad_id, gold, self.batch_size)
 
 
@@ -91,11 +109,12 @@ def load_task_model(path: str | Path) -> TaskPredictor:
     task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
     head = from_dict(ClassifierHeadConfig, c.get("head", {}), "head.")
     model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, c.get("adapt", "finetune"),
-                        c.get("features_cache_gb", 4.0), c.get("features_layers", ()))
+                        c.get("features_cache_gb", 4.0), c.get("features_layers", ()),
+                        parser=from_dict(ParserConfig, c.get("parser", {}), "parser."))
     load_weights(model, path)
     model.eval()
     return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c,
-                         int(c.get("data", {}).get("eval_batch_size", 64)))
+                         int(c.get("data", {}).get("eval_batch_size", 64)), task)
 
 
 def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterable[str]] | None = None,

@@ -1,7 +1,8 @@
 """A task model on any backbone: what the data asks for, examples -> sequences, the model, its scores.
 
 The task's shape comes from the data (:func:`task_kind`): texts -> classification or regression,
-text pairs -> the same on the family's pair framing, tagged words -> sequence labeling. The head
+text pairs -> the same on the family's pair framing, tagged words -> sequence labeling, dependency
+trees (``task.kind=parse``) -> Dozat & Manning's biaffine parser (:mod:`transferlab.tasks.parse`). The head
 follows the encoder family (its :data:`~transferlab.encoders.registry.ENCODERS` entry's
 ``pooling``): ULMFiT's concat-pooling classifier on the AWD-LSTM, fastText's average and one
 linear layer on bags of words and vectors, BERT's ``[CLS]`` or GPT's extract position on a
@@ -21,21 +22,24 @@ from torch import nn
 from transferlab.adapt.features import FrozenMixEncoder
 from transferlab.data.batching import Batches
 from transferlab.data.errors import DataError
-from transferlab.data.examples import PairExample, TaggedSentence
+from transferlab.data.examples import PairExample, ParsedSentence, QAExample, TaggedSentence
 from transferlab.data.tasks import label_ids
 from transferlab.encoders.backbone import Backbone
 from transferlab.encoders.registry import ENCODERS
 from transferlab.eval import metrics
+from transferlab.eval.parsing import attachment_scores
 from transferlab.tasks.classify import ClassifierHeadConfig, LinearHead, PoolingClassifier, TaskModel, predict_outputs
+from transferlab.tasks.parse import BiaffineParser, ParserConfig, ParserModel, encode_trees, predict_trees
+from transferlab.tasks.qa import SpanHead
 from transferlab.tasks.tag import IGNORE_INDEX, TokenTagger, position_labels, predict_tags
 
-Kind = Literal["classify", "regress", "tag"]
+Kind = Literal["classify", "regress", "tag", "qa", "parse"]
 Adapt = Literal["finetune", "features"]
 
 
 @dataclass(frozen=True)
 class TaskConfig:
-    kind: Literal["auto", "classify", "regress", "tag"] = "auto"  # auto: from the data
+    kind: Literal["auto", "classify", "regress", "tag", "parse"] = "auto"  # auto: from the data; parse: CoNLL-U trees
     pooling: Literal["auto", "concat", "first", "last", "mean"] = "auto"  # auto: the family's
     both_orders: Literal["auto", "yes", "no"] = "auto"  # GPT's similarity input; auto: causal + regression
     dropout: float = 0.1  # the linear head's and the tagger's
@@ -50,10 +54,14 @@ class TaskConfig:
 
 def task_kind(cfg: TaskConfig, train: list) -> Kind:
     """Tagged words -> tag; labels that are all numbers with more than 10 values -> regress."""
+    if isinstance(train[0], QAExample):  # questions with contexts: extractive QA (transferlab.tasks.qa)
+        return "qa"
     if cfg.kind != "auto":
         return cfg.kind
     if isinstance(train[0], TaggedSentence):
         return "tag"
+    if isinstance(train[0], ParsedSentence):
+        return "parse"
     values = {ex.label for ex in train}
     try:
         [float(v) for v in values]
@@ -66,6 +74,8 @@ def label_set(kind: Kind, train: list) -> list[str]:
     """The labels a model of ``kind`` predicts, in sorted order (none for regression)."""
     if kind == "tag":
         return sorted({t for ex in train for t in ex.tags})
+    if kind == "parse":  # the dependency relations
+        return sorted({r for ex in train for r in ex.deprels})
     if kind == "classify":
         return sorted({ex.label for ex in train})
     return []
@@ -103,6 +113,9 @@ class Encoded:
 
 def encode_examples(b: Backbone, examples: list, kind: Kind, labels: list[str], both_orders: bool,
                     where: str) -> Encoded:
+    if kind == "parse":  # transferlab.tasks.parse: word positions, heads and relations
+        seqs, extra, positions, n_cut = encode_trees(b, examples, labels)
+        return Encoded(seqs, extra, [], positions, [len(ex.tokens) for ex in examples], n_cut)
     if kind == "tag":
         index = {t: i for i, t in enumerate(labels)}
         words = [b.words(ex.tokens) for ex in examples]
@@ -131,7 +144,8 @@ def encode_examples(b: Backbone, examples: list, kind: Kind, labels: list[str], 
 # --- the model -----------------------------------------------------------------------------------
 
 def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: ClassifierHeadConfig,
-                adapt: Adapt = "finetune", cache_gb: float = 4.0, mix_layers: Sequence[int] = ()) -> nn.Module:
+                adapt: Adapt = "finetune", cache_gb: float = 4.0, mix_layers: Sequence[int] = (),
+                parser: ParserConfig = ParserConfig()) -> nn.Module:
     """``TaskModel(encoder, head)``; under ``adapt="features"`` the encoder is frozen and read
     through a learned scalar mix of its layers (``mix_layers``, or all of its output width; each
     sequence's layers kept, up to ``cache_gb``)."""
@@ -139,6 +153,10 @@ def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: Cla
     dim = encoder.dim
     if kind == "tag":
         return TaskModel(encoder, TokenTagger(dim, n_out, task.dropout))
+    if kind == "parse":  # Dozat & Manning's biaffine parser, n_out relations
+        return ParserModel(encoder, BiaffineParser(dim, n_out, parser))
+    if kind == "qa":  # BERT's start/end span head (n_out is 2 by construction)
+        return TaskModel(encoder, SpanHead(dim))
     pooling, default = task.pooling, ENCODERS[b.family].pooling
     if default == "mean":  # Joulin et al.: the average of the bag, one linear layer
         return TaskModel(encoder, LinearHead(dim, n_out, "mean" if pooling == "auto" else pooling,
@@ -165,6 +183,10 @@ def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_
         fallback = labels.index("O") if "O" in labels else 0
         pred = predict_tags(model, batches, enc.positions, enc.n_words, fallback, device)
         return metrics.tagging_metrics(gold_tags, [[labels[t] for t in row] for row in pred])
+    if kind == "parse":  # gold_tags: the gold sentences (ParsedSentence)
+        fallback = labels.index("dep") if "dep" in labels else 0
+        trees = predict_trees(model, batches, enc.n_words, fallback, device)
+        return attachment_scores(gold_tags, [h for h, _ in trees], [[labels[r] for r in rels] for _, rels in trees])
     out = predict_outputs(model, batches, device)
     if kind == "regress":
         return metrics.regression_metrics(enc.labels, out[:, 0].tolist())
@@ -178,6 +200,10 @@ def evaluate(model: nn.Module, enc: Encoded, kind: Kind, labels: list[str], pad_
 
 
 def main_metric(kind: Kind, result: dict) -> str:
+    if kind == "parse":
+        return "las"
+    if kind == "qa":
+        return "f1"
     if kind == "regress":
         return "spearman"
     return "entity_f1" if "entity_f1" in result else "accuracy"

@@ -1,0 +1,172 @@
+"""Extractive QA with minilm-l6 on SQuAD v1.1 and v2.0, and its fine-tuning speed against Hugging Face's Trainer.
+
+    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/qa_squad.py [--train-size 0] [--epochs 2]
+
+Only the SQuAD dev sets are offline, so the catalog splits each by article: ``squad-v1.1`` trains on
+the first 80% of its articles (7,836 questions, less the 10% held out for validation) and is scored
+on the rest (2,734); ``squad-v2.0`` likewise (8,425 less validation; 2,512 test questions, about half
+unanswerable, its no-answer threshold tuned on the validation part). Windows of 384 pieces with a
+stride of 128, batch 32, AdamW at 5e-5 with linear decay and no warm-up, no weight decay, gradient
+clipping at 1.0, seed 0, 2 threads: the Trainer's defaults, which transferlab is set to match.
+
+The Trainer fine-tunes ``AutoModelForQuestionAnswering`` (the same all-MiniLM-L6-v2 weights, a fresh
+``qa_outputs`` layer) on the very same windows and labels (ours, :func:`transferlab.tasks.qa.encode_qa`,
+padded per batch by ``DataCollatorWithPadding``), and its logits are decoded by the same n-best search,
+so its EM/F1 sit beside ours. Throughput is training windows per second (the Trainer's
+``train_samples_per_second``; ours from ``fit()``, training steps only).
+
+Figures: ``v1_exact_match``, ``v1_f1``; ``v2_exact_match``, ``v2_f1``, ``v2_has_ans_f1``,
+``v2_no_ans_f1``; ``throughput_ratio`` (ours / Trainer on v1.1, target >= 1.3 on 2 CPU cores),
+``hf_v1_f1`` (must agree with ours within a point or two).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import write_result  # noqa: E402
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from transferlab.data import catalog  # noqa: E402
+from transferlab.data.tasks import TaskDataConfig, load_task  # noqa: E402
+from transferlab.encoders.backbone import hf_backbone  # noqa: E402
+from transferlab.eval.squad import squad_metrics  # noqa: E402
+from transferlab.recipes import finetune  # noqa: E402
+from transferlab.tasks.qa import QAConfig, best_spans, encode_qa, qa_tokenizer, window_len, window_logits  # noqa: E402
+
+BATCH, LR, SEED = 32, 5e-5, 0
+
+
+def test_file(task: str, n: int, folder: Path) -> str:
+    """The first ``n`` test questions as a SQuAD file (0: the catalog's test split itself)."""
+    if not n:
+        return ""
+    examples = list(catalog.load_examples(task, "test"))[:n]
+    paragraphs: dict[str, list] = {}
+    for ex in examples:
+        paragraphs.setdefault(ex.context, []).append(
+            {"id": ex.id, "question": ex.question, "is_impossible": ex.is_impossible,
+             "answers": [{"text": a.text, "answer_start": a.start} for a in ex.answers]})
+    path = folder / f"{task}-test-{n}.json"
+    path.write_text(json.dumps({"data": [{"title": "test", "paragraphs": [
+        {"context": c, "qas": q} for c, q in paragraphs.items()]}]}), encoding="utf-8")
+    return str(path)
+
+
+def data_config(task: str, train_size: int, valid_size: int, test: str) -> TaskDataConfig:
+    return TaskDataConfig(task=task, test=test, train_size=train_size, valid_size=valid_size, batch_size=BATCH)
+
+
+def ours(task: str, args, test: str, out: Path) -> dict:
+    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one
+    cfg = finetune.load_finetune_config(None, [
+        'encoder="minilm-l6"', f'data.task="{task}"', f'data.test="{test}"', f"data.train_size={args.train_size}",
+        f"data.valid_size={args.valid_size}", f"data.batch_size={BATCH}", f"train.lr={LR}",
+        f"train.epochs={args.epochs}", 'train.schedule="linear"', "train.warmup=0", "train.weight_decay=0",
+        "train.beta2=0.999", "train.clip=1.0", f"train.seed={SEED}", "train.threads=2", "train.log_every=0",
+        f'out="{out}"'])
+    s = finetune.run(cfg)
+    return {k.removeprefix("test_"): v for k, v in s.items() if k.startswith("test_")} | {
+        "examples_per_s": s["train_examples_per_s"], "wall_s": s["wall_s"], "train_windows": s["train_windows"],
+        "train_size": s["train_size"]}
+
+
+class HFSpans(nn.Module):
+    """A Hugging Face QA model behind our batch contract: ``batch -> (B, T, 2)`` start and end logits."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, batch: dict) -> torch.Tensor:
+        out = self.model(input_ids=batch["ids"], attention_mask=batch["mask"].long(),
+                         token_type_ids=batch.get("type_ids"))
+        return torch.stack([out.start_logits, out.end_logits], -1)
+
+
+def hf_trainer(args, test: str, out: Path) -> dict:
+    """The Trainer on our windows of squad-v1.1's training questions; EM/F1 through our decoding."""
+    from transformers import (AutoModelForQuestionAnswering, AutoTokenizer, DataCollatorWithPadding, Trainer,
+                              TrainingArguments)
+
+    data = load_task(data_config("squad-v1.1", args.train_size, args.valid_size, test))
+    b = hf_backbone("minilm-l6", None)
+    cfg = QAConfig()
+    tok, length = qa_tokenizer(b), window_len(b, cfg)
+    w = encode_qa(tok, b.framing, data["train"], cfg, length)
+    rows = [{"input_ids": ids, "token_type_ids": types, "attention_mask": [1] * len(ids), "start_positions": s,
+             "end_positions": e} for ids, types, s, e in zip(w.seqs, w.type_ids, w.start, w.end)]
+    folder = str(catalog.resolve("minilm-l6"))
+    torch.manual_seed(SEED)
+    model = AutoModelForQuestionAnswering.from_pretrained(folder)
+    grouping = ({"train_sampling_strategy": "random"}
+                if "train_sampling_strategy" in inspect.signature(TrainingArguments.__init__).parameters else {})
+    targs = TrainingArguments(output_dir=str(out), per_device_train_batch_size=BATCH, learning_rate=LR,
+                              num_train_epochs=args.epochs, seed=SEED, report_to=[], save_strategy="no",
+                              logging_steps=50, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+                              **grouping)
+    trainer = Trainer(model=model, args=targs, train_dataset=rows,
+                      data_collator=DataCollatorWithPadding(AutoTokenizer.from_pretrained(folder)))
+    metrics = trainer.train().metrics
+    test_w = encode_qa(tok, b.framing, data["test"], cfg, length)
+    logits = window_logits(HFSpans(trainer.model), test_w, 64, b.pad_id, b.framing.segments)
+    preds = best_spans(data["test"], test_w, logits, cfg)
+    scores = squad_metrics(data["test"], {ex.id: p.text for ex, p in zip(data["test"], preds)})
+    return scores | {"examples_per_s": metrics["train_samples_per_second"], "wall_s": metrics["train_runtime"],
+                     "train_windows": len(rows)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train-size", type=int, default=0, help="training questions (0: all of the 80%% articles' "
+                                                              "questions less validation)")
+    ap.add_argument("--valid-size", type=int, default=0, help="validation questions scored (0: all held out)")
+    ap.add_argument("--test-size", type=int, default=0, help="the first N test questions (0: all; for smoke runs)")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--versions", default="v1.1,v2.0", help="which SQuAD versions to fine-tune ours on")
+    ap.add_argument("--no-hf", action="store_true", help="skip the Trainer (no throughput ratio)")
+    ap.add_argument("--out", default="runs/bench/qa-squad")
+    args = ap.parse_args()
+    torch.set_num_threads(2)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs, start = {}, time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for version in args.versions.split(","):
+            task = f"squad-{version.strip()}"
+            runs[task] = ours(task, args, test_file(task, args.test_size, Path(tmp)), out / task)
+        if not args.no_hf:
+            runs["hf_squad-v1.1"] = hf_trainer(args, test_file("squad-v1.1", args.test_size, Path(tmp)), out / "hf")
+    print(json.dumps(runs, indent=2))
+    figures = {}
+    if "squad-v1.1" in runs:
+        r = runs["squad-v1.1"]
+        figures |= {"v1_exact_match": r["exact_match"], "v1_f1": r["f1"], "ours_examples_per_s": r["examples_per_s"]}
+    if "squad-v2.0" in runs:
+        r = runs["squad-v2.0"]
+        figures |= {"v2_exact_match": r["exact_match"], "v2_f1": r["f1"], "v2_has_ans_f1": r["has_ans_f1"],
+                    "v2_no_ans_f1": r["no_ans_f1"], "v2_null_threshold": r["null_threshold"]}
+    if "hf_squad-v1.1" in runs and "squad-v1.1" in runs:
+        h, o = runs["hf_squad-v1.1"], runs["squad-v1.1"]
+        figures |= {"throughput_ratio": o["examples_per_s"] / h["examples_per_s"], "hf_v1_f1": h["f1"],
+                    "hf_v1_exact_match": h["exact_match"], "hf_examples_per_s": h["examples_per_s"]}
+        print(f"squad-v1.1: ours {o['examples_per_s']:.1f} windows/s, Trainer {h['examples_per_s']:.1f} (ratio "
+              f"{figures['throughput_ratio']:.2f}); F1 ours {o['f1']:.4f}, Trainer {h['f1']:.4f}")
+    write_result("qa_squad", figures, train_size=args.train_size, epochs=args.epochs, test_size=args.test_size,
+                 batch_size=BATCH, lr=LR, qa=dataclasses.asdict(QAConfig()), runs=runs,
+                 wall_s=time.perf_counter() - start)
+
+
+if __name__ == "__main__":
+    main()
