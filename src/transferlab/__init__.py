@@ -25,15 +25,16 @@ against this table (the longest name that matches a module is its entry):
     floor  modules
     0      config, checkpoint, devices, schedules, log, train, transferlab (this package)
     1      data
-    2      text, vectors, eval.metrics
+    2      text, vectors, eval.metrics, eval.squad, eval.parsing
     3      encoders
     4      pretrain, adapt, tasks
     5      eval
     6      recipes
     7      cli, __main__ (python -m transferlab)
 
-``train`` knows nothing of NLP (the loss is passed in); ``eval.metrics`` are plain functions of
-labels and predictions, below the task heads that report them.
+``train`` knows nothing of NLP (the loss is passed in); ``eval.metrics`` (and SQuAD's and the
+parsers' ``eval.squad``, ``eval.parsing``) are plain functions of labels and predictions, below
+the task heads that report them.
 """
 
 __version__ = "0.1.0"

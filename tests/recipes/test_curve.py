@@ -50,8 +50,8 @@ def first(task):
     seen: dict[tuple, list[str]] = {}
     real = finetune.load_task
 
-    def spy(cfg):
-        data = real(cfg)
+    def spy(cfg, **kw):
+        data = real(cfg, **kw)
         seen[(cfg.train_size, cfg.subset_seed)] = [ex.text for ex in data["train"]]
         return data
 

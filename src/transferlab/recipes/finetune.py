@@ -53,7 +53,8 @@ from transferlab.tasks.model import (
     task_kind,
 )
 from transferlab.tasks.parse import ParserConfig, parse_loss
-from transferlab.tasks.qa import QAConfig
+from transferlab.recipes.qa import encode_qa_splits
+from transferlab.tasks.qa import QAConfig, is_version2, qa_loss, qa_scores, window_batches
 from transferlab.tasks.tag import tag_loss
 from transferlab.text.subword import SubwordTokenizer
 from transferlab.text.tokenize import TextConfig, tokenizer
@@ -283,9 +284,7 @@ def gradual_unfreezing(groups: list, pgroups: list[dict]):
 
 def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     kind = task_kind(cfg.task, data["train"])
-    if kind == "qa":  # questions with contexts: windows and a span head (transferlab.recipes.qa)
-        from transferlab.recipes.qa import train_qa
-
+    if kind == "qa":  # questions with contexts: windows and a span head
         return train_qa(cfg, data, b)
     labels = label_set(kind, data["train"])
     both = both_orders(cfg.task, b, kind)
@@ -322,6 +321,47 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
                "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
                "checkpoint": str(Path(cfg.out) / "last")}
+    return report(Path(cfg.out), score(model, "test"), summary, result)
+
+
+def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
+    """Fine-tune a span head and its encoder on QA examples; the test split's EM and F1."""
+    sets = encode_qa_splits(cfg.qa, data, b)
+    version2 = is_version2(data["train"])
+    model = build_model(b, "qa", 2, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb, cfg.features_layers)
+    groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
+    train, bs, segments = sets["train"], cfg.data.batch_size, b.framing.segments
+    task = {"kind": "qa", "both_orders": False, "pairs": True, "version2": version2, "null_threshold": 0.0}
+
+    def batches(epoch: int):
+        return window_batches(train, bs, b.pad_id, segments, seed=cfg.train.seed, epoch=epoch,
+                              drop_last=len(train.seqs) > bs)
+
+    def score(m, split: str) -> dict:
+        """EM and F1; on valid a v2.0 model's null threshold is tuned (and kept in ``task``)."""
+        tune = version2 and split == "valid"
+        result = qa_scores(m, data[split], sets[split], cfg.qa, b.pad_id, segments, version2,
+                           None if tune else task["null_threshold"], cfg.data.eval_batch_size)
+        if tune:
+            task["null_threshold"] = result["null_threshold"]
+        return result
+
+    start = time.perf_counter()
+    result = fit(model, qa_loss, batches, schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train,
+                 groups=[pgroups[-1]] if unfreeze else pgroups,
+                 on_epoch_start=gradual_unfreezing(groups, pgroups) if unfreeze else None,
+                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()},
+                 out_dir=cfg.out, config=to_dict(cfg), files={**b.files, "labels": [], "task": task})
+    valid = score(model, "valid")  # the last weights' threshold, whatever the last save saw
+    write_json(task, Path(cfg.out) / "last" / "task.json")
+    summary = {"kind": "qa", "valid": valid, "version2": version2, "train_size": len(data["train"]),
+               "train_windows": len(train.seqs), "labels": [],
+               "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,
+               "adapt": cfg.adapt, "pretrained": b.pretrained, "wall_s": time.perf_counter() - start,
+               "steps": result.step, "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
+               "train_examples_per_s": result.examples_per_s, "checkpoint": str(Path(cfg.out) / "last")}
+    if version2:
+        log(f"no-answer threshold {task['null_threshold']:.3f} (tuned on valid), stored in the checkpoint")
     return report(Path(cfg.out), score(model, "test"), summary, result)
 
 
