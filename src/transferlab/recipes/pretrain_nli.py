@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,9 +40,9 @@ from transferlab.encoders.sentence_rnn import SentenceRNN, SentenceRNNConfig
 from transferlab.log import log
 from transferlab.pretrain.nli import InferSent, NLIConfig, nli_loss, nli_scores
 from transferlab.pretrain.paraphrase import PairBatches
-from transferlab.recipes.pretrain_paraphrase import load_static, vectors_vocab
+from transferlab.recipes.pretrain_paraphrase import pair_words
 from transferlab.recipes.senteval import TASKS, read_split
-from transferlab.text.tokenize import TextConfig, tokenizer
+from transferlab.text.tokenize import TextConfig
 from transferlab.train import TrainConfig, fit
 from transferlab.vectors.init import init_embedding
 
@@ -150,13 +149,7 @@ def run(cfg: PretrainNLIConfig) -> dict:
     if len(labels) < 2 or unknown:
         raise ConfigError(f"data.corpus={d.corpus}: training labels {labels}; held-out labels {unknown} never "
                           f"occur in training")
-    tok = tokenizer(cfg.text)
-    wv = load_static(cfg.vectors)
-    vocab = vectors_vocab((tok(t) for ex in pairs["train"] for t in (ex.text_a, ex.text_b)), wv, d.vectors_words,
-                          d.min_freq)
-
-    def encode(texts: Iterable[str]) -> list[list[int]]:  # as senteval encodes: an empty text is <unk>
-        return [vocab.encode(tok(t)) or [vocab.unk_id] for t in texts]
+    vocab, encode, wv = pair_words(pairs["train"], cfg.text, cfg.vectors, d.vectors_words, d.min_freq)
 
     rnn_cfg = dataclasses.replace(cfg.sentence_rnn, vocab_size=len(vocab), pad_id=vocab.pad_id,
                                   dim=wv.dim if wv is not None else cfg.sentence_rnn.dim)

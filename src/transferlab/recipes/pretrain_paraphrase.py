@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +123,20 @@ def vectors_vocab(token_lists: Iterable[list[str]], wv, extra: int, min_freq: in
     return Vocab(vocab.itos + [w for w in wv.keys[:extra] if w not in have], min_freq=min_freq)
 
 
+def pair_words(pairs: Iterable[PairExample], text: TextConfig, vectors: str, extra: int, min_freq: int
+               ) -> tuple[Vocab, Callable[[Iterable[str]], list[list[int]]], object]:
+    """The vocabulary of the pairs' words (:func:`vectors_vocab`), texts -> ids as senteval encodes
+    them (an empty text is ``<unk>``), and the static vectors (None without ``vectors``)."""
+    tok = tokenizer(text)
+    wv = load_static(vectors)
+    vocab = vectors_vocab((tok(t) for ex in pairs for t in (ex.text_a, ex.text_b)), wv, extra, min_freq)
+
+    def encode(texts: Iterable[str]) -> list[list[int]]:
+        return [vocab.encode(tok(t)) or [vocab.unk_id] for t in texts]
+
+    return vocab, encode, wv
+
+
 def load_static(name: str):
     """The static vectors a recipe starts its embedding from (None for "": a random start)."""
     if not name:
@@ -140,13 +154,7 @@ def run(cfg: PretrainParaphraseConfig) -> dict:
     check_run_folder(out, cfg.resume, to_dict(cfg), cfg.overwrite, derived=("fasttext",))
     d = cfg.data
     train_pairs, held = paraphrase_pairs(d), sts_pairs(d)
-    tok = tokenizer(cfg.text)
-    wv = load_static(cfg.vectors)
-    vocab = vectors_vocab((tok(t) for ex in train_pairs for t in (ex.text_a, ex.text_b)), wv, d.vectors_words,
-                          d.min_freq)
-
-    def encode(texts: Iterable[str]) -> list[list[int]]:  # as senteval encodes: an empty text is <unk>
-        return [vocab.encode(tok(t)) or [vocab.unk_id] for t in texts]
+    vocab, encode, wv = pair_words(train_pairs, cfg.text, cfg.vectors, d.vectors_words, d.min_freq)
 
     ft_cfg = dataclasses.replace(cfg.fasttext, vocab_size=len(vocab), pad_id=vocab.pad_id,
                                  dim=wv.dim if wv is not None else cfg.fasttext.dim)
