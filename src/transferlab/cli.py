@@ -51,6 +51,10 @@ EXAMPLES = {
                "  transferlab predict --model runs/squad/last --task qa --question 'Who won?' --context 'Denver won.'",
     "translate": "transferlab translate runs/mt/best 'Open the file' 'Save all changes?'\n"
                  "  transferlab translate runs/mt/best --file strings.txt --beam 1   # greedy, one line per line",
+    "generate": "transferlab generate --model runs/clm/best 'to be or not' 'my lord'\n"
+                "  transferlab generate --model gpt2 'The meaning of life is' --top-p 0.9 --max-new-tokens 30\n"
+                "  transferlab generate --model runs/clm --temperature 0 --json   # greedy, prompts from stdin\n"
+                "  transferlab generate --model runs/clm 'once upon a time' --beam 4 --alpha 1.0",
     "vectors": "transferlab vectors eval glove-6b-50d\n"
                "  transferlab vectors eval runs/vectors/vectors --json scores.json\n"
                "  transferlab vectors neighbors glove-6b-50d frog king\n"
@@ -396,6 +400,20 @@ def cmd_translate(args, overrides) -> None:
         print(line)
 
 
+def cmd_generate(args, overrides) -> None:
+    from transferlab.data.readers import TextLines
+    from transferlab.recipes.generate import run
+    from transferlab.tasks.generate import LMGenerateConfig
+
+    texts = list(args.prompts) + (list(TextLines(args.file, skip_empty=False)) if args.file else [])
+    if not texts:
+        texts = [line.rstrip("\n") for line in sys.stdin]
+    cfg = LMGenerateConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                           top_p=args.top_p, beam=args.beam, alpha=args.alpha, seed=args.seed,
+                           cache=not args.no_cache, batch_size=args.batch_size)
+    run(args.model, texts, cfg, sys.stdout, as_json=args.json, device=args.device)
+
+
 def cmd_vectors(args, overrides) -> None:
     if args.action == "classify":
         from transferlab.data.tasks import TaskDataConfig
@@ -590,6 +608,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, help="length normalization, score / length**alpha (default: the "
                                                "checkpoint's generate.alpha)")
     p.set_defaults(func=cmd_translate)
+
+    p = _parser("generate", sub, "continue prompts with a causal LM (a `pretrain clm` checkpoint or a Hugging Face "
+                                 "GPT-style model): sampling, greedy or beam search, one continuation per prompt")
+    p.add_argument("prompts", nargs="*", help="prompts (else --file, else standard input, one per line)")
+    p.add_argument("--model", required=True, help="a `pretrain clm` checkpoint folder (or its run folder: its best), "
+                                                  "or a Hugging Face causal LM: a folder or a hub id (gpt2)")
+    p.add_argument("--file", help="a text file, one prompt per line")
+    p.add_argument("--max-new-tokens", type=int, default=50, help="tokens generated per prompt at most")
+    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (the argmax)")
+    p.add_argument("--top-k", type=int, default=0, help="sample among the k most probable tokens; 0 = all")
+    p.add_argument("--top-p", type=float, default=1.0, help="sample within the nucleus of probability p (Holtzman "
+                                                            "et al. 2020); 1 = all")
+    p.add_argument("--beam", type=int, default=1, help="beam size; > 1 = beam search (no sampling)")
+    p.add_argument("--alpha", type=float, default=1.0, help="beam search length normalization, score / "
+                                                            "length**alpha (Hugging Face's length_penalty)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampling generator")
+    p.add_argument("--no-cache", action="store_true", help="read the whole prefix at every step instead of "
+                                                           "keeping keys and values (slower; the same tokens)")
+    p.add_argument("--batch-size", type=int, default=8, help="prompts continued at once")
+    p.add_argument("--device", default="auto", help="auto (cuda if available), cpu, cuda, cuda:1 ...")
+    p.add_argument("--json", action="store_true", help='JSON lines {"prompt", "continuation"} instead of text')
+    p.set_defaults(func=cmd_generate)
 
     p = _parser("vectors", sub, "static word vectors: intrinsic evaluation, neighbours, analogies, conversion")
     p.add_argument("action", choices=["eval", "neighbors", "analogy", "convert", "classify"],

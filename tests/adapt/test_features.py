@@ -90,3 +90,51 @@ def test_the_cache_is_reused_and_an_interrupted_extraction_leaves_nothing(backbo
     with pytest.raises(KeyboardInterrupt):
         cached_word_features(backbone, "tiny", SENTENCES[:2], tmp_path, "first", progress=False)
     assert len(list(tmp_path.iterdir())) == 2  # the two finished entries; no half-written one
+
+
+@pytest.mark.parametrize("family", ["transformer", "awd_lstm"])
+def test_features_with_mean_pooling_is_the_masked_mean_of_the_mixed_layers(backbone, family):
+    """--adapt=features --task.pooling=mean, for any family: the head reads the mean over the real
+    tokens of gamma * sum_j softmax(s)_j * h_j (padding left out), then one linear layer."""
+    from transferlab.encoders.awd_lstm import AWDLSTMConfig
+    from transferlab.encoders.registry import ENCODERS
+    from transferlab.tasks.classify import ClassifierHeadConfig
+    from transferlab.tasks.model import TaskConfig, build_model
+    from transferlab.text.vocab import Vocab
+
+    b = backbone
+    if family == "awd_lstm":
+        vocab = Vocab.build(t.split() for t in TEXT)
+        lstm = ENCODERS["awd_lstm"].new(AWDLSTMConfig(dim=16, hidden_dim=16, n_layers=2), len(vocab), vocab.pad_id)
+        b = bb.word_backbone(lstm, vocab, TextConfig(), 12, pretrained=False)
+    torch.manual_seed(0)
+    model = build_model(b, "classify", 3, TaskConfig(pooling="mean", pooler=False), ClassifierHeadConfig(),
+                        adapt="features").eval()
+    with torch.no_grad():
+        model.encoder.mix.weights.copy_(torch.randn(len(model.encoder.used)))
+        model.encoder.mix.gamma.fill_(1.7)
+    seqs = [b.framing.single(x).ids for x in b.texts(["the cheap tickets sold", "a dog"])]
+    ids = torch.full((2, max(map(len, seqs))), b.pad_id)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = torch.tensor(s)
+    mask = ids != b.pad_id
+    mask[:, 0] = True
+    layers = b.encoder.eval()(ids, mask).layers
+    w = torch.softmax(model.encoder.mix.weights, 0)
+    mixed = 1.7 * sum(w[k] * layers[j] for k, j in enumerate(model.encoder.used))  # (B, T, D)
+    mean = (mixed * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)  # (B, D)
+    expected = model.head.out(mean)
+    torch.testing.assert_close(model({"ids": ids, "mask": mask}), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_features_on_a_transformer_default_to_mean_pooling_without_a_pooler():
+    from transferlab.recipes.finetune import load_finetune_config
+
+    feats = load_finetune_config(None, ['encoder="minilm-l6"', 'adapt="features"'])
+    assert (feats.task.pooling, feats.task.pooler) == ("mean", False) and feats.train.lr == 1e-3
+    first = load_finetune_config(None, ['encoder="transformer"', 'adapt="features"', 'task.pooling="first"'])
+    assert first.task.pooling == "first"
+    tuned = load_finetune_config(None, ['encoder="minilm-l6"'])
+    assert (tuned.task.pooling, tuned.task.pooler) == ("auto", True)  # fine-tuning keeps [CLS] and the pooler
+    lstm = load_finetune_config(None, ['encoder="awd_lstm"', 'adapt="features"'])
+    assert lstm.task.pooling == "auto"  # the AWD-LSTM keeps ULMFiT's concat pooling

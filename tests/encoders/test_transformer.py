@@ -154,3 +154,59 @@ def test_gpt_style_causal_lm_through_language_model_and_fit():
     batch = next(iter(LMStream(stream, 4, 15, variable=False)))
     with torch.no_grad():
         assert LMLoss()(model, batch).item() < 0.2
+
+
+def gpt(**kw) -> Transformer:
+    return tiny(causal=True, norm="pre", embed_norm=False, type_vocab_size=0, **kw)
+
+
+def test_kv_cache_gives_the_logits_of_recomputing_the_prefix():
+    """N tokens read one at a time after a prompt, with the cache, give at every step the top layer
+    of recomputing the whole prefix: the same greedy tokens and logits to 1e-5."""
+    from transferlab.encoders.transformer import KVCache
+
+    model = gpt()
+    torch.manual_seed(1)
+    ids = torch.randint(0, 50, (3, 4))  # a batch of prompts
+    cache = KVCache()
+    with torch.no_grad():
+        hidden = model(ids, cache=cache).hidden
+        assert len(cache) == 4 and model(ids).state is None  # no cache asked for, none returned
+        for _ in range(10):
+            full = model(ids).hidden  # (B, t, D): the whole prefix again
+            assert (hidden[:, -1] - full[:, -1]).abs().max().item() < 1e-5
+            logits = hidden[:, -1] @ model.embedding.weight.t()  # (B, V)
+            ref = full[:, -1] @ model.embedding.weight.t()
+            assert (logits - ref).abs().max().item() < 1e-5
+            nxt = logits.argmax(-1, keepdim=True)  # (B, 1)
+            assert torch.equal(nxt, ref.argmax(-1, keepdim=True))
+            ids = torch.cat([ids, nxt], 1)
+            out = model(nxt, cache=cache)
+            assert out.state is cache and len(cache) == ids.size(1)
+            hidden = out.hidden
+    assert ids.size(1) == 14
+
+
+def test_kv_cache_takes_several_tokens_at_once_and_padding_and_reorders():
+    from transferlab.encoders.transformer import KVCache
+
+    model = gpt()
+    ids = torch.randint(0, 50, (2, 11))
+    mask = torch.ones(2, 11, dtype=torch.bool)
+    mask[1, 9:] = False  # the second row is right-padded
+    with torch.no_grad():
+        ref = model(ids, mask).hidden
+        cache = KVCache()
+        first = model(ids[:, :5], mask[:, :5], cache=cache).hidden
+        rest = model(ids[:, 5:], mask, cache=cache).hidden  # the mask covers the cached positions too
+        assert ((torch.cat([first, rest], 1) - ref)[mask].abs().max().item()) < 1e-5
+        unpadded = KVCache()
+        model(ids[:, :5], cache=unpadded)
+        chunk = model(ids[:, 5:], cache=unpadded).hidden  # no mask: causal over cached + new keys
+        assert (chunk[0] - ref[0, 5:]).abs().max().item() < 1e-5
+        swapped = unpadded.reorder(torch.tensor([1, 1]))
+        assert torch.equal(swapped.keys[0][0], unpadded.keys[0][1]) and len(swapped) == 11
+    with pytest.raises(ValueError, match="max_len"):
+        model(ids[:, :6], cache=unpadded)  # 11 cached + 6 > 16 positions
+    with pytest.raises(ValueError, match="cached"):
+        model(ids[:, :1], mask[:, :1], cache=unpadded)  # a mask of the new position only

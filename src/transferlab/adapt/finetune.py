@@ -4,11 +4,14 @@
   and each group below it ``decay`` (2.6 in the paper) times less: ``param_groups``.
 - Gradual unfreezing: first only the top group trains, then one more group per epoch, going
   down: ``freeze_to`` and ``unfreeze_schedule``.
+- Chain-thaw (Felbo et al. 2017, DeepMoji), the alternative schedule: the new layers (the head)
+  alone, then each group alone from the bottom up, then all of them together, a fixed number of
+  epochs each: ``chain_thaw_schedule`` and ``thaw``.
 - Target vocabulary transfer: the pretrained embedding rows move to the target vocabulary;
   words the pretrained model never saw start from the mean embedding, as in the paper's
   released code: ``transfer_embeddings``.
 
-All three work over ``layer_groups()`` (bottom to top), so they apply to every encoder.
+All of them work over ``layer_groups()`` (bottom to top), so they apply to every encoder.
 """
 
 from __future__ import annotations
@@ -47,6 +50,33 @@ def freeze_to(groups: list[nn.Module], n: int) -> None:
 def unfreeze_schedule(epoch: int, n_groups: int, enabled: bool = True) -> int:
     """How many groups (counted from the top) train in ``epoch``: one at first, one more per epoch."""
     return min(epoch + 1, n_groups) if enabled else n_groups
+
+
+def chain_thaw_stages(n_groups: int) -> int:
+    """Chain-thaw's stages over ``n_groups`` groups (the head last): the head, each group below
+    it, then all of them."""
+    return n_groups + 1
+
+
+def chain_thaw_schedule(epoch: int, n_groups: int, epochs_per_stage: int = 1) -> list[int]:
+    """Which of ``n_groups`` groups (bottom to top, the new layers, the head, last) train in
+    ``epoch`` under chain-thaw (Felbo et al. 2017, section 3.3): the head alone, then each
+    other group alone from the first (bottom) up, then all of them, ``epochs_per_stage`` each."""
+    stage = epoch // epochs_per_stage
+    if stage == 0:
+        return [n_groups - 1]
+    if stage < n_groups:
+        return [stage - 1]
+    return list(range(n_groups))
+
+
+def thaw(groups: list[nn.Module], which: list[int]) -> None:
+    """Train the groups at the indices ``which`` and freeze the others (a parameter shared by a
+    trained and a frozen group trains)."""
+    trained = {id(p) for i in which for p in groups[i].parameters()}
+    for module in groups:
+        for p in module.parameters():
+            p.requires_grad_(id(p) in trained)
 
 
 def transfer_embeddings(old_weight: torch.Tensor, old_itos: list[str], new_itos: list[str]

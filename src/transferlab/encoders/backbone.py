@@ -73,6 +73,9 @@ class Backbone:
     causal: bool = False
     pretrained: bool = False
     pooler: dict[str, torch.Tensor] | None = None
+    # the pretrained LM head's own weights (``decoder.bias``; a masked LM's ``transform.*``) where the
+    # encoder came with one: the target-task LM stage and an auxiliary LM loss start from it
+    lm_head: dict[str, torch.Tensor] | None = None
 
 
 def family(encoder: str) -> str:
@@ -132,10 +135,10 @@ def subword_framing(tok: SubwordTokenizer, causal: bool, max_len: int | None) ->
 
 
 def subword_backbone(encoder: nn.Module, tok: SubwordTokenizer, fam: str, files: dict, causal: bool,
-                     max_len: int | None, pretrained: bool, pooler=None) -> Backbone:
+                     max_len: int | None, pretrained: bool, pooler=None, lm_head=None) -> Backbone:
     files = {"tokenizer": tok.to_dict(), **files}
     return Backbone(encoder, fam, subword_framing(tok, causal, max_len), tok.pad_id, tok.encode_batch,
-                    tok.encode_words, files, causal=causal, pretrained=pretrained, pooler=pooler)
+                    tok.encode_words, files, causal=causal, pretrained=pretrained, pooler=pooler, lm_head=lm_head)
 
 
 def limit(data_max_len: int | None, model_max_len: int | None) -> int | None:
@@ -159,6 +162,7 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
                          lower: bool, data_max_len: int | None, reinit: bool = False) -> Backbone:
     if reinit and not pretrained:
         raise ValueError("reinit=true needs --pretrained: it keeps that checkpoint's tokenizer and shape")
+    lm_head = None
     if pretrained:
         ckpt = load_checkpoint(pretrained)
         if "tokenizer" not in ckpt.files or "transformer" not in ckpt.config:
@@ -171,6 +175,8 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
             log(f"{pretrained}: its tokenizer and shape, random weights (reinit=true)")
         else:
             load_encoder_weights(encoder, pretrained)
+            # pretrain mlm's head (BERT's transform, the tied decoder's bias) or pretrain clm's bias
+            lm_head = {k: v for k, v in ckpt.weights.items() if k.startswith("transform.") or k == "decoder.bias"}
     else:
         tok = train_tokenizer(train_text, sub.kind, sub.vocab_size, sub.min_freq, lower=lower)
         log(f"trained a {sub.kind} tokenizer of {tok.vocab_size:,} pieces on the task's text")
@@ -178,7 +184,7 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
         cfg = encoder.cfg
     files = {"encoder": {"name": "transformer", "config": to_dict(cfg)}}
     return subword_backbone(encoder, tok, "transformer", files, cfg.causal, limit(data_max_len, cfg.max_len),
-                            pretrained=bool(pretrained) and not reinit)
+                            pretrained=bool(pretrained) and not reinit, lm_head=lm_head or None)
 
 
 def hf_backbone(name: str, data_max_len: int | None) -> Backbone:
@@ -193,7 +199,7 @@ def hf_backbone(name: str, data_max_len: int | None) -> Backbone:
     log(f"{name}: {'our Transformer with its weights' if p.native else 'Hugging Face AutoModel'}, "
         f"{sum(t.numel() for t in p.encoder.parameters()):,} parameters")
     return subword_backbone(p.encoder, p.tokenizer, "hf", files, p.causal, limit(data_max_len, model_max),
-                            pretrained=True, pooler=p.pooler)
+                            pretrained=True, pooler=p.pooler, lm_head=p.lm_head)
 
 
 def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int | None) -> Backbone:

@@ -34,7 +34,8 @@ from transferlab.encoders.base import EncoderOutput
 from transferlab.encoders.transformer import Transformer, TransformerConfig, bert_state_dict, gpt2_state_dict
 from transferlab.text.subword import SubwordTokenizer
 
-__all__ = ["HFEncoder", "Pretrained", "hf_max_len", "is_causal", "load_pretrained", "model_folder", "read_hf_weights"]
+__all__ = ["HFEncoder", "Pretrained", "bert_mlm_head", "hf_max_len", "is_causal", "load_pretrained", "model_folder",
+           "read_hf_weights"]
 
 NATIVE = {"bert": bert_state_dict, "gpt2": gpt2_state_dict}
 
@@ -47,6 +48,8 @@ class Pretrained:
     native: bool  # loaded into our Transformer (else an HFEncoder)
     hf_config: dict = field(default_factory=dict)
     pooler: dict[str, torch.Tensor] | None = None  # BERT's pooler (dense + tanh on [CLS]), if shipped
+    # BERT's MLM head (transform.*, decoder.bias, as MaskedLM names them), if shipped
+    lm_head: dict[str, torch.Tensor] | None = None
 
     @property
     def causal(self) -> bool:
@@ -73,6 +76,11 @@ class HFEncoder(nn.Module):
         self.model = model
         self.dim = model.config.hidden_size
         self.takes_type_ids = "token_type_ids" in inspect.signature(model.forward).parameters
+
+    @property
+    def embedding(self) -> nn.Embedding:
+        """The token embedding, named as ours are (an LM head's decoder is tied to it)."""
+        return self.model.get_input_embeddings()
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None,
                 type_ids: torch.Tensor | None = None) -> EncoderOutput:
@@ -158,10 +166,22 @@ def load_pretrained(name_or_path: str, native: bool | None = None) -> Pretrained
         encoder.load_state_dict(NATIVE[kind](weights, cfg.n_layers))
         pooler = {k.rsplit(".", 1)[-1]: v for k, v in weights.items()
                   if k.removeprefix("bert.").startswith("pooler.dense.")} or None
+        lm_head = bert_mlm_head(weights)
     else:
         from transformers import AutoModel
 
         encoder = HFEncoder(AutoModel.from_pretrained(folder))
-        pooler = None
+        pooler = lm_head = None
         check_vocab(tokenizer, encoder.model.get_input_embeddings().num_embeddings, str(name_or_path))
-    return Pretrained(encoder, tokenizer, str(name_or_path), native, config, pooler)
+    return Pretrained(encoder, tokenizer, str(name_or_path), native, config, pooler, lm_head)
+
+
+def bert_mlm_head(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+    """A ``BertForMaskedLM`` / ``BertForPreTraining`` checkpoint's MLM head under MaskedLM's names
+    (its decoder weight is the tied embedding); None when the checkpoint has none (MiniLM)."""
+    names = {"transform.dense.weight": "transform.0.weight", "transform.dense.bias": "transform.0.bias",
+             "transform.LayerNorm.weight": "transform.2.weight", "transform.LayerNorm.bias": "transform.2.bias",
+             "bias": "decoder.bias"}
+    head = {ours: weights[f"cls.predictions.{theirs}"] for theirs, ours in names.items()
+            if f"cls.predictions.{theirs}" in weights}
+    return head or None

@@ -12,6 +12,12 @@ each wrapped in a residual connection with layer norm before (pre) or after (pos
 the final norm in pre-norm models), ``layers`` the embedding output followed by every block's
 output, ``layer_groups()`` the embeddings, then each block, bottom to top.
 
+Generation reads one token at a time: ``forward(ids, cache=KVCache())`` keeps every block's keys
+and values (:class:`KVCache`, Hugging Face's ``past_key_values``), and a later ``forward(next_ids,
+cache=cache)`` appends to it, the new tokens at positions ``len(cache)`` onwards attending to the
+cached ones: each token is computed once instead of the whole prefix again at every step. Without
+a cache nothing changes (the same operations, bit for bit).
+
 Weights load from Hugging Face checkpoints by name mapping, with no pickle:
 :func:`bert_state_dict` (BertModel: MiniLM, BERT) and :func:`gpt2_state_dict` (GPT2Model /
 GPT2LMHeadModel); ``TransformerConfig.from_hf(config_dict)`` reads their ``config.json``.
@@ -28,7 +34,7 @@ from torch import nn
 
 from transferlab.encoders.base import EncoderOutput
 
-__all__ = ["TransformerConfig", "Transformer", "Block", "bert_state_dict", "gpt2_state_dict"]
+__all__ = ["TransformerConfig", "Transformer", "Block", "KVCache", "bert_state_dict", "gpt2_state_dict"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,37 @@ class TransformerConfig:
         return cls(**{**values, **overrides})
 
 
+class KVCache:
+    """Every block's keys and values over the positions read so far, each (B, H, S, dim / n_heads);
+    ``Transformer.forward(ids, cache=cache)`` appends the new positions' to it (in place)."""
+
+    def __init__(self) -> None:
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    def __len__(self) -> int:
+        """S, the positions cached (0 before the first forward)."""
+        return self.keys[0].size(2) if self.keys else 0
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append block ``layer``'s keys and values of new positions (B, H, T, d/h); all of its
+        keys and values come back (B, H, S + T, d/h)."""
+        if layer == len(self.keys):
+            self.keys.append(k)
+            self.values.append(v)
+        else:
+            self.keys[layer] = torch.cat([self.keys[layer], k], dim=2)
+            self.values[layer] = torch.cat([self.values[layer], v], dim=2)
+        return self.keys[layer], self.values[layer]
+
+    def reorder(self, index: torch.Tensor) -> "KVCache":
+        """A cache of the rows ``index`` (beam search: the hypotheses kept, in their new order)."""
+        out = KVCache()
+        out.keys = [k.index_select(0, index) for k in self.keys]
+        out.values = [v.index_select(0, index) for v in self.values]
+        return out
+
+
 class Block(nn.Module):
     """Self-attention then an MLP, each a residual branch with layer norm before or after it."""
 
@@ -106,13 +143,17 @@ class Block(nn.Module):
         self.norm2 = nn.LayerNorm(cfg.dim, eps=cfg.layer_norm_eps)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def attention(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    def attention(self, x: torch.Tensor, bias: torch.Tensor | None, cache: KVCache | None = None,
+                  layer: int = 0) -> torch.Tensor:
         b, t, d = x.shape
         h = self.cfg.n_heads
         q, k, v = self.qkv(x).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)  # each (B, H, T, d/h)
+        if cache is not None:
+            k, v = cache.update(layer, k, v)  # (B, H, S, d/h): the cached positions, then these T
         p = self.cfg.attn_dropout if self.training else 0.0
-        # the causal mask is folded into ``bias`` when there is padding too (SDPA takes one of them)
-        causal = self.cfg.causal and bias is None
+        # the causal mask is folded into ``bias`` when there is padding too (SDPA takes one of them);
+        # one query after cached keys sees them all (SDPA's is_causal would align it with the first)
+        causal = self.cfg.causal and bias is None and k.size(2) == t
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, is_causal=causal)
         return self.proj(out.transpose(1, 2).reshape(b, t, d))  # (B, T, D)
 
@@ -120,11 +161,12 @@ class Block(nn.Module):
         approximate = "tanh" if self.cfg.activation == "gelu_tanh" else "none"
         return self.fc2(F.gelu(self.fc1(x), approximate=approximate))
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None, cache: KVCache | None = None,
+                layer: int = 0) -> torch.Tensor:
         if self.cfg.norm == "pre":
-            x = x + self.drop(self.attention(self.norm1(x), bias))
+            x = x + self.drop(self.attention(self.norm1(x), bias, cache, layer))
             return x + self.drop(self.mlp(self.norm2(x)))
-        x = self.norm1(x + self.drop(self.attention(x, bias)))
+        x = self.norm1(x + self.drop(self.attention(x, bias, cache, layer)))
         return self.norm2(x + self.drop(self.mlp(x)))
 
 
@@ -164,40 +206,48 @@ class Transformer(nn.Module):
             blocks[-1] = nn.ModuleList([self.blocks[-1], self.final_norm])
         return [embed, *blocks]
 
-    def embed(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        t = ids.size(1)
-        if t > self.cfg.max_len:
-            raise ValueError(f"Transformer: sequence length {t} > max_len {self.cfg.max_len}; truncate the "
+    def embed(self, ids: torch.Tensor, type_ids: torch.Tensor | None = None, start: int = 0) -> torch.Tensor:
+        t = ids.size(1)  # the tokens take positions start .. start + t - 1 (start: those cached before them)
+        if start + t > self.cfg.max_len:
+            raise ValueError(f"Transformer: sequence length {start + t} > max_len {self.cfg.max_len}; truncate the "
                              f"batch first (the tokenizing recipes do, and count what they cut)")
-        x = self.embedding(ids) + self.position(torch.arange(t, device=ids.device))  # (B, T, D)
+        x = self.embedding(ids) + self.position(torch.arange(start, start + t, device=ids.device))  # (B, T, D)
         if self.type_embedding is not None:
             x = x + self.type_embedding(type_ids if type_ids is not None else torch.zeros_like(ids))
         if self.embed_norm is not None:
             x = self.embed_norm(x)
         return self.drop(x)
 
-    def attention_bias(self, mask: torch.Tensor | None, t: int, dtype: torch.dtype) -> torch.Tensor | None:
-        """An additive (B, 1, T, T) bias: -inf-like where a key is padding (or in the future, when
-        causal); None when nothing is masked out but causality (SDPA's is_causal handles that)."""
-        if mask is None or bool(mask.all()):
+    def attention_bias(self, mask: torch.Tensor | None, t: int, dtype: torch.dtype,
+                       past: int = 0) -> torch.Tensor | None:
+        """An additive (B, 1, T, past + T) bias over the ``past`` cached keys and the T new ones:
+        -inf-like where a key is padding (or in the future, when causal); None when nothing is
+        masked out but the causality SDPA's is_causal handles (no cached keys, or one query)."""
+        if mask is None or (bool(mask.all()) and not (self.cfg.causal and past and t > 1)):
             return None
-        keep = mask[:, None, None, :]  # (B, 1, 1, T): which keys are real tokens
-        if self.cfg.causal:
-            keep = keep & torch.ones(t, t, dtype=torch.bool, device=mask.device).tril()
+        keep = mask[:, None, None, :]  # (B, 1, 1, past + T): which keys are real tokens
+        if self.cfg.causal:  # query i (position past + i) sees keys up to past + i
+            keep = keep & torch.ones(t, past + t, dtype=torch.bool, device=mask.device).tril(past)
         bias = torch.zeros(keep.shape, dtype=dtype, device=mask.device)
         return bias.masked_fill(~keep, torch.finfo(dtype).min)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None,
-                type_ids: torch.Tensor | None = None) -> EncoderOutput:
-        # ids (B, T) long; mask (B, T) bool, True = real token; type_ids (B, T) segment ids
-        x = self.embed(ids, type_ids)
+                type_ids: torch.Tensor | None = None, cache: KVCache | None = None) -> EncoderOutput:
+        # ids (B, T) long; mask (B, T) bool, True = real token ((B, len(cache) + T) with a cache);
+        # type_ids (B, T) segment ids; cache: appended to in place and returned as the output's state
+        past, t = (len(cache) if cache is not None else 0), ids.size(1)
+        if mask is not None and mask.size(1) != past + t:
+            raise ValueError(f"Transformer: mask of {mask.size(1)} positions for {past} cached and {t} new ones")
+        if mask is None and past and t > 1:  # several queries after cached keys: the causal mask is explicit
+            mask = torch.ones(ids.size(0), past + t, dtype=torch.bool, device=ids.device)
+        x = self.embed(ids, type_ids, start=past)
         layers = [x]
-        bias = self.attention_bias(mask, ids.size(1), x.dtype)
-        for block in self.blocks:
-            x = block(x, bias)
+        bias = self.attention_bias(mask, t, x.dtype, past)
+        for i, block in enumerate(self.blocks):
+            x = block(x, bias, cache, i)
             layers.append(x)
         hidden = self.final_norm(x) if self.final_norm is not None else x
-        return EncoderOutput(hidden=hidden, layers=layers)
+        return EncoderOutput(hidden=hidden, layers=layers, state=cache)
 
 
 # --- Hugging Face weights, by name -------------------------------------------------------------

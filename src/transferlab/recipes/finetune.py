@@ -8,9 +8,16 @@ same code below and the same flags. The ULMFiT techniques (Howard & Ruder 2018) 
 pretrained encoder through its
 ``layer_groups()``: discriminative learning rates (``ulmfit.discriminative``, ``ulmfit.decay``),
 the configured schedule, slanted triangular by default (``ulmfit.stlr=false`` makes it constant),
-and gradual unfreezing (``ulmfit.gradual_unfreeze``). For the AWD-LSTM a ``--pretrained`` LM first
-goes through target-task LM fine-tuning (:mod:`transferlab.recipes.ulmfit`); Transformers are
-adapted to target text with ``transferlab pretrain mlm --init ENCODER``.
+and gradual unfreezing (``ulmfit.gradual_unfreeze``), or instead Felbo et al.'s chain-thaw
+(``ulmfit.chain_thaw``: the head, each group from the bottom, then all). ``--adapt=adapters``
+freezes a Transformer and trains Houlsby et al.'s adapters in its layers, its layer norms and the
+head (:mod:`transferlab.adapt.adapters`). For the AWD-LSTM a ``--pretrained`` LM first
+goes through target-task LM fine-tuning (:mod:`transferlab.recipes.ulmfit`); our Transformer and
+Hugging Face models go through the same stage, masked or causal LM on the task's text, with
+``--lm_finetune.enabled=true`` (off by default for them; :mod:`transferlab.recipes.target_lm`).
+``--aux_lm=0.5`` adds GPT's auxiliary LM loss to the task loss (:mod:`transferlab.adapt.aux_lm`).
+Under ``--adapt=features`` a Transformer's sentence-level head reads the mean over the pieces of
+its scalar-mixed layers by default (:data:`FEATURES_POOLING`; ``--task.pooling=first`` for [CLS]).
 """
 
 from __future__ import annotations
@@ -23,8 +30,11 @@ from typing import Literal
 
 import torch
 
-from transferlab.adapt.finetune import freeze_to, param_groups, unfreeze_schedule
-from transferlab.checkpoint import check_run_folder
+from transferlab.adapt.adapters import AdaptersConfig, check_base, parameter_share
+from transferlab.adapt.aux_lm import attach_aux_lm, head_group, with_aux_lm
+from transferlab.adapt.finetune import (chain_thaw_schedule, chain_thaw_stages, freeze_to, param_groups, thaw,
+                                        unfreeze_schedule)
+from transferlab.checkpoint import check_run_folder, has_checkpoint, load_checkpoint
 from transferlab.config import (PRESET_DIR, apply_overrides, from_dict, merge, preset_table, read_toml, to_dict,
                                 write_json)
 from transferlab.data.batching import Batches
@@ -38,6 +48,7 @@ from transferlab.encoders.taglm import TagLMConfig
 from transferlab.encoders.transformer import TransformerConfig
 from transferlab.log import log
 from transferlab.pretrain.lm import load_lm
+from transferlab.recipes.target_lm import finetune_encoder_lm
 from transferlab.recipes.ulmfit import LMFinetuneConfig, ULMFiTConfig, finetune_lm, schedule
 from transferlab.tasks.classify import ClassifierHeadConfig, classify_loss, regression_loss
 from transferlab.tasks.model import (
@@ -88,14 +99,22 @@ class FinetuneConfig:
     cove_trainable: bool = False  # --encoder cove: fine-tune the MT-LSTM too (the paper keeps it frozen)
     # finetune: the whole encoder trains (with the ULMFiT techniques); features: it is frozen and
     # read through ELMo's learned scalar mix of its layers, only the mix and the head train (at
-    # train.lr, FEATURES_DEFAULTS unless set), each sequence's layers computed once (up to features_cache_gb)
-    adapt: Literal["finetune", "features"] = "finetune"
+    # train.lr, FEATURES_DEFAULTS unless set), each sequence's layers computed once (up to features_cache_gb);
+    # adapters: it is frozen with Houlsby's bottleneck adapters in every layer, and only they, its
+    # layer norms and the head train (at ADAPTERS_DEFAULTS' train.lr unless set); the checkpoint
+    # keeps only those, with the base model's name and weights hash
+    adapt: Literal["finetune", "features", "adapters"] = "finetune"
+    adapters: AdaptersConfig = field(default_factory=AdaptersConfig)
     features_cache_gb: float = 4.0
     # the layers the mix reads (0 = the embedding layer), e.g. [0] for CoVe's GloVe part alone; [] = all
     # of the output width
     features_layers: tuple[int, ...] = ()
     lm_finetune: LMFinetuneConfig = field(default_factory=LMFinetuneConfig)
     ulmfit: ULMFiTConfig = field(default_factory=ULMFiTConfig)
+    # GPT's auxiliary LM loss (Radford et al. 2018: lambda = 0.5): the task loss plus aux_lm times a
+    # language-model loss on the batch's own text (next-token, or BERT's masked LM on a
+    # bidirectional encoder: transferlab.adapt.aux_lm); 0 = none
+    aux_lm: float = 0.0
     head: ClassifierHeadConfig = field(default_factory=ClassifierHeadConfig)  # the AWD-LSTM's head
     task: TaskConfig = field(default_factory=TaskConfig)
     parser: ParserConfig = field(default_factory=ParserConfig)  # task.kind=parse: the biaffine parser (ud-ewt)
@@ -106,9 +125,23 @@ class FinetuneConfig:
     # unless overwrite, which moves the old run aside (OUT.replaced-<time>) and starts over
     overwrite: bool = False
 
+    def __post_init__(self):
+        if self.aux_lm < 0:
+            raise ValueError(f"aux_lm is the weight of the auxiliary LM loss and must be >= 0, got {self.aux_lm}")
+        if self.aux_lm and self.adapt == "features":
+            raise ValueError("aux_lm trains the encoder through a language-model loss; under --adapt=features the "
+                             "encoder is frozen: use --adapt=finetune (or adapters), or aux_lm=0")
+
 
 # under --adapt=features only the scalar mix and the head train: a head's rate, not a fine-tuning one
 FEATURES_DEFAULTS = {"train": {"lr": 1e-3}}
+# and a frozen Transformer's sentence vector is the mean over its pieces of the mixed layers, read
+# by one linear layer: [CLS] (and BERT's pooler on it) becomes a summary only by fine-tuning, and
+# a pooler on the frozen [CLS] of minilm-l6 plateaued at 76% on SST-2 (issue 22). Sentence-level
+# heads read it (token heads ignore it); --task.pooling=first keeps [CLS]
+FEATURES_POOLING = {"task": {"pooling": "mean", "pooler": False}}
+# under --adapt=adapters new modules train from a near-identity start: Houlsby et al.'s range (1e-4 .. 3e-3)
+ADAPTERS_DEFAULTS = {"train": {"lr": 1e-3}}
 
 
 def load_finetune_config(preset: str | None = None, overrides: list[str] = (),
@@ -116,15 +149,21 @@ def load_finetune_config(preset: str | None = None, overrides: list[str] = (),
     """The one resolution of a finetune config (the CLI, ``curve`` and the benchmarks call it),
     each layer over the one before: the dataclass defaults; the encoder family's
     (``configs/defaults_<family>.toml``); the preset; under ``adapt=features`` the features
-    learning rate (:data:`FEATURES_DEFAULTS`); the ``--config`` file; the ``--a.b=value`` overrides.
+    learning rate (:data:`FEATURES_DEFAULTS`, and on a Transformer mean pooling,
+    :data:`FEATURES_POOLING`); the ``--config`` file; the ``--a.b=value`` overrides.
     The encoder and adapt mode are read from the user's layers first, since they pick the others."""
     preset_data = preset_table(preset, "finetune")
     file_data = read_toml(config_file) if config_file else {}
     chosen = apply_overrides(merge(preset_data, file_data), list(overrides))
-    defaults = PRESET_DIR / f"defaults_{bb.family(str(chosen.get('encoder', 'awd_lstm')))}.toml"
+    fam = bb.family(str(chosen.get("encoder", "awd_lstm")))
+    defaults = PRESET_DIR / f"defaults_{fam}.toml"
     data = merge(read_toml(defaults) if defaults.exists() else {}, preset_data)
     if chosen.get("adapt") == "features":
         data = merge(data, FEATURES_DEFAULTS)
+        if fam in ("transformer", "hf"):
+            data = merge(data, FEATURES_POOLING)
+    if chosen.get("adapt") == "adapters":
+        data = merge(data, ADAPTERS_DEFAULTS)
     return from_dict(FinetuneConfig, apply_overrides(merge(data, file_data), list(overrides)))
 
 
@@ -222,7 +261,8 @@ def _ulmfit_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:
     lm, vocab = finetune_lm(lm, old_vocab, tokenizer(cfg.text), cfg.lm_finetune, cfg.ulmfit, cfg.data,
                             Path(cfg.lm_finetune.out or Path(cfg.out) / "lm"), to_dict(cfg))
     lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
-    return bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len, pretrained=True)
+    b = bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len, pretrained=True)
+    return dataclasses.replace(b, lm_head={"decoder.bias": lm.decoder.bias.detach()})  # kept for --aux_lm
 
 
 def _word_backbone(cfg: FinetuneConfig, data: dict, fam: str, wv) -> bb.Backbone:
@@ -258,7 +298,8 @@ def encode_splits(cfg: FinetuneConfig, data: dict, b: bb.Backbone, kind: Kind, l
 def optimizer_groups(cfg: FinetuneConfig, model, b: bb.Backbone) -> tuple[list, list[dict], bool]:
     """The layer groups (the encoder's, bottom to top, then the head), their optimizer groups with
     discriminative learning rates, and whether gradual unfreezing applies (ULMFiT, section 3.2)."""
-    groups = list(model.encoder.layer_groups()) + [model.head]  # features: the scalar mix, then the head
+    # features: the scalar mix, then the head; --aux_lm: its LM head trains beside the task head
+    groups = list(model.encoder.layer_groups()) + [head_group(model)]
     u = cfg.ulmfit
     tuned = b.pretrained and cfg.adapt == "finetune"
     pgroups = param_groups(groups[:-1], cfg.train.lr, u.decay if (u.discriminative and tuned) else 1.0, head=groups[-1])
@@ -266,6 +307,11 @@ def optimizer_groups(cfg: FinetuneConfig, model, b: bb.Backbone) -> tuple[list, 
         mixed = model.encoder.used
         log(f"features: the encoder is frozen; a scalar mix of its layers {mixed} (of {model.encoder.n_layers}) "
             f"and the head train")
+    if cfg.adapt == "adapters":
+        share = parameter_share(model, pgroups)
+        log(f"adapters: the encoder is frozen; adapters of size {cfg.adapters.size}, its layer norms and the head "
+            f"train: {share['trainable_params']:,} of {share['total_params']:,} parameters "
+            f"({100 * share['trainable_share']:.2f}%)")
     return groups, pgroups, u.gradual_unfreeze and tuned
 
 
@@ -282,6 +328,55 @@ def gradual_unfreezing(groups: list, pgroups: list[dict]):
     return on_epoch_start
 
 
+def chain_thawing(groups: list, pgroups: list[dict], epochs_per_stage: int):
+    """``on_epoch_start`` for Felbo et al.'s chain-thaw: the groups :func:`chain_thaw_schedule`
+    names for the epoch train, the others are frozen; each group's optimizer entry is added when
+    it first thaws."""
+    def on_epoch_start(epoch: int, trainer) -> None:
+        which = chain_thaw_schedule(epoch, len(groups), epochs_per_stage)
+        thaw(groups, which)
+        present = {g.get("name") for g in trainer.optimizer.param_groups}
+        for i in which:
+            if pgroups[i]["name"] not in present:
+                trainer.add_group(pgroups[i])
+    return on_epoch_start
+
+
+def thawing(cfg: FinetuneConfig, b: bb.Backbone, groups: list, pgroups: list[dict], unfreeze: bool):
+    """The optimizer groups ``fit`` starts with, its ``on_epoch_start`` and its train config: ULMFiT's
+    gradual unfreezing, Felbo et al.'s chain-thaw (``ulmfit.chain_thaw``, whose stages set the
+    epochs) or neither (every group from the start)."""
+    train = schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train
+    u = cfg.ulmfit
+    if not u.chain_thaw:
+        return ([pgroups[-1]], gradual_unfreezing(groups, pgroups), train) if unfreeze else (pgroups, None, train)
+    if not b.pretrained or cfg.adapt != "finetune":
+        raise ValueError(f"ulmfit.chain_thaw fine-tunes a pretrained encoder group by group; it does not apply to "
+                         f"{'--adapt=' + cfg.adapt if cfg.adapt != 'finetune' else 'an encoder trained from scratch'}")
+    if cfg.train.steps:
+        raise ValueError("ulmfit.chain_thaw sets the run's length from its stages (ulmfit.chain_thaw_epochs each): "
+                         "leave train.steps at 0")
+    stages = chain_thaw_stages(len(groups))
+    epochs = stages * u.chain_thaw_epochs
+    log(f"chain-thaw: {stages} stages (the head, each of {len(groups) - 1} layer groups from the bottom, then all) "
+        f"of {u.chain_thaw_epochs} epoch(s): {epochs} epochs")
+    return [pgroups[-1]], chain_thawing(groups, pgroups, u.chain_thaw_epochs), dataclasses.replace(train, epochs=epochs)
+
+
+def adapter_files(cfg: FinetuneConfig, model, b: bb.Backbone) -> dict:
+    """Under ``--adapt=adapters`` the checkpoint's ``adapters.json``: the base model's name (a
+    path made absolute) and weights hash; a run resumed on a base that changed is refused."""
+    if cfg.adapt != "adapters":
+        return {}
+    base = cfg.pretrained or b.files["encoder"].get("source") or cfg.encoder
+    if Path(base).expanduser().exists():
+        base = str(Path(base).expanduser().resolve())
+    last = Path(cfg.out) / "last"
+    if has_checkpoint(last) and "adapters" in (held := load_checkpoint(last).files):
+        check_base(model.encoder, held["adapters"], str(last))
+    return {"adapters": model.encoder.describe(base)}
+
+
 def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     kind = task_kind(cfg.task, data["train"])
     if kind == "qa":  # questions with contexts: windows and a span head
@@ -290,8 +385,11 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     both = both_orders(cfg.task, b, kind)
     sets = encode_splits(cfg, data, b, kind, labels, both)
     model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb,
-                        cfg.features_layers, parser=cfg.parser)
+                        cfg.features_layers, parser=cfg.parser, adapters=cfg.adapters)
+    if cfg.aux_lm:  # GPT's auxiliary LM loss: an LM head on the encoder, beside the task head
+        attach_aux_lm(model, b)
     groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
+    fit_groups, on_epoch_start, train_cfg = thawing(cfg, b, groups, pgroups, unfreeze)
     train, bs = sets["train"], cfg.data.batch_size
     extra = {} if kind in ("tag", "parse") else {"labels": train.labels}
 
@@ -305,18 +403,19 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split), cfg.data.eval_batch_size)
 
     loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss, "parse": parse_loss}[kind]
+    if cfg.aux_lm:  # the task loss + aux_lm * the LM loss on each batch's own text
+        loss, batches = with_aux_lm(loss, batches, b, cfg.aux_lm, cfg.train.seed)
     pairs = isinstance(data["train"][0], PairExample)
     start = time.perf_counter()
-    result = fit(model, loss, batches, schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train,
-                 groups=[pgroups[-1]] if unfreeze else pgroups,
-                 on_epoch_start=gradual_unfreezing(groups, pgroups) if unfreeze else None,
+    result = fit(model, loss, batches, train_cfg, groups=fit_groups, on_epoch_start=on_epoch_start,
                  evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()
                                      if k not in ("per_type", "positive")},
                  out_dir=cfg.out, config=to_dict(cfg),
-                 files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs}})
+                 files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs},
+                        **adapter_files(cfg, model, b)})
     summary = {"kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
                "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,  # the checkpoint's
-               "adapt": cfg.adapt, "pretrained": b.pretrained,
+               "adapt": cfg.adapt, "pretrained": b.pretrained, **parameter_share(model, pgroups),
                "wall_s": time.perf_counter() - start, "steps": result.step,
                "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
@@ -328,8 +427,12 @@ def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     """Fine-tune a span head and its encoder on QA examples; the test split's EM and F1."""
     sets = encode_qa_splits(cfg.qa, data, b)
     version2 = is_version2(data["train"])
-    model = build_model(b, "qa", 2, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb, cfg.features_layers)
+    model = build_model(b, "qa", 2, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb, cfg.features_layers,
+                        adapters=cfg.adapters)
+    if cfg.aux_lm:
+        attach_aux_lm(model, b)
     groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
+    fit_groups, on_epoch_start, train_cfg = thawing(cfg, b, groups, pgroups, unfreeze)
     train, bs, segments = sets["train"], cfg.data.batch_size, b.framing.segments
     task = {"kind": "qa", "both_orders": False, "pairs": True, "version2": version2, "null_threshold": 0.0}
 
@@ -346,18 +449,21 @@ def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
             task["null_threshold"] = result["null_threshold"]
         return result
 
+    loss = qa_loss
+    if cfg.aux_lm:
+        loss, batches = with_aux_lm(loss, batches, b, cfg.aux_lm, cfg.train.seed)
     start = time.perf_counter()
-    result = fit(model, qa_loss, batches, schedule(cfg.train, cfg.ulmfit) if b.pretrained else cfg.train,
-                 groups=[pgroups[-1]] if unfreeze else pgroups,
-                 on_epoch_start=gradual_unfreezing(groups, pgroups) if unfreeze else None,
+    result = fit(model, loss, batches, train_cfg, groups=fit_groups, on_epoch_start=on_epoch_start,
                  evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()},
-                 out_dir=cfg.out, config=to_dict(cfg), files={**b.files, "labels": [], "task": task})
+                 out_dir=cfg.out, config=to_dict(cfg),
+                 files={**b.files, "labels": [], "task": task, **adapter_files(cfg, model, b)})
     valid = score(model, "valid")  # the last weights' threshold, whatever the last save saw
     write_json(task, Path(cfg.out) / "last" / "task.json")
     summary = {"kind": "qa", "valid": valid, "version2": version2, "train_size": len(data["train"]),
                "train_windows": len(train.seqs), "labels": [],
                "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,
-               "adapt": cfg.adapt, "pretrained": b.pretrained, "wall_s": time.perf_counter() - start,
+               "adapt": cfg.adapt, "pretrained": b.pretrained, **parameter_share(model, pgroups),
+               "wall_s": time.perf_counter() - start,
                "steps": result.step, "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "checkpoint": str(Path(cfg.out) / "last")}
     if version2:
@@ -389,7 +495,12 @@ def run(cfg: FinetuneConfig) -> dict:
     data = load_task(cfg.data, parsed=cfg.task.kind == "parse")  # a parser reads CoNLL-U as trees
     if not data["train"]:
         raise ValueError(f"{cfg.data.train or cfg.data.task}: no training examples")
-    if bb.family(cfg.encoder) != "awd_lstm" and cfg.lm_finetune.enabled and cfg.pretrained:
-        log("lm_finetune is the AWD-LSTM's stage; for a Transformer run `transferlab pretrain mlm --init ...` "
-            "on the task's text and pass its checkpoint as --pretrained")
-    return train_task(cfg, data, build_backbone(cfg, data))
+    b = build_backbone(cfg, data)
+    if cfg.adapt == "adapters" and cfg.lm_finetune.enabled and b.family in ("transformer", "hf"):
+        raise ValueError("--adapt=adapters keeps only the adapters and reloads the frozen base by name; the "
+                         "target-task LM stage would change that base: set lm_finetune.enabled=false")
+    if cfg.lm_finetune.enabled and b.family in ("transformer", "hf"):  # ULMFiT's stage 2 for a Transformer
+        with torch.random.fork_rng(devices=[]):  # the head starts alike whether the stage trains or is reused
+            b = finetune_encoder_lm(b, cfg.lm_finetune, cfg.ulmfit, cfg.data,
+                                    Path(cfg.lm_finetune.out or Path(cfg.out) / "lm"), to_dict(cfg))
+    return train_task(cfg, data, b)

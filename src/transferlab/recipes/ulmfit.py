@@ -40,10 +40,18 @@ class ULMFiTConfig:
     decay: float = 2.6
     stlr: bool = True  # slanted triangular learning rates (else constant)
     gradual_unfreeze: bool = True  # top group first, one more group per epoch
+    # Felbo et al.'s chain-thaw instead of gradual unfreezing (it takes precedence): the head
+    # alone, each layer group alone from the bottom up, then all together, chain_thaw_epochs
+    # each; the run lasts (groups + 2) * chain_thaw_epochs epochs, whatever train.epochs says
+    chain_thaw: bool = False
+    chain_thaw_epochs: int = 1
 
     def __post_init__(self):
         if self.decay < 1.0:
             raise ValueError(f"ulmfit.decay must be >= 1, got {self.decay}")
+        if self.chain_thaw_epochs < 1:
+            raise ValueError(f"ulmfit.chain_thaw_epochs is the epochs of each chain-thaw stage and must be >= 1, "
+                             f"got {self.chain_thaw_epochs}")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from transferlab.adapt.adapters import AdaptersConfig, check_base
+from transferlab.adapt.aux_lm import attach_aux_lm
 from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.data.batching import Batches
@@ -96,7 +98,10 @@ class TaskPredictor:
 
 
 def load_task_model(path: str | Path) -> TaskPredictor:
-    """A ``finetune`` checkpoint folder -> its model (weights loaded, eval mode) and tokenization."""
+    """A ``finetune`` checkpoint folder -> its model (weights loaded, eval mode) and tokenization.
+
+    A model of ``--adapt=adapters`` keeps only its adapters, layer norms and head: its base model
+    is loaded again by name and must have the weights it was trained on (their sha256)."""
     ckpt = load_checkpoint(path)
     missing = [n for n in ("labels", "encoder", "task") if n not in ckpt.files]
     if missing:
@@ -108,9 +113,21 @@ def load_task_model(path: str | Path) -> TaskPredictor:
     task = ckpt.files["task"]
     task_cfg = from_dict(TaskConfig, c.get("task", {}), "task.")
     head = from_dict(ClassifierHeadConfig, c.get("head", {}), "head.")
-    model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, c.get("adapt", "finetune"),
+    adapt = c.get("adapt", "finetune")
+    if adapt == "adapters":  # the frozen base, by name (the checkpoint holds none of its weights)
+        if "adapters" not in ckpt.files:
+            raise ValueError(f"{path}: an --adapt=adapters checkpoint without adapters.json (its base model's name)")
+        base = load_backbone(ckpt.files["adapters"]["base"], text, max_len=c.get("data", {}).get("max_len") or None)
+        b.encoder = base.encoder
+    model = build_model(b, task["kind"], len(labels) if labels else 1, task_cfg, head, adapt,
                         c.get("features_cache_gb", 4.0), c.get("features_layers", ()),
-                        parser=from_dict(ParserConfig, c.get("parser", {}), "parser."))
+                        parser=from_dict(ParserConfig, c.get("parser", {}), "parser."),
+                        adapters=from_dict(AdaptersConfig, c.get("adapters", {}), "adapters."))
+    if adapt == "adapters":
+        check_base(model.encoder, ckpt.files["adapters"], str(path))
+        b.encoder = model.encoder  # the adapted encoder (what probing a finetune checkpoint reads)
+    if c.get("aux_lm"):  # the LM head trained beside the task head: loaded with it, never run by a predictor
+        attach_aux_lm(model, b)
     load_weights(model, path)
     model.eval()
     return TaskPredictor(model, b, labels, task["kind"], bool(task["both_orders"]), bool(task.get("pairs")), c,

@@ -19,6 +19,7 @@ from typing import Literal
 
 from torch import nn
 
+from transferlab.adapt.adapters import AdapterEncoder, AdaptersConfig
 from transferlab.adapt.features import FrozenMixEncoder
 from transferlab.data.batching import Batches
 from transferlab.data.errors import DataError
@@ -34,13 +35,14 @@ from transferlab.tasks.qa import SpanHead
 from transferlab.tasks.tag import IGNORE_INDEX, TokenTagger, position_labels, predict_tags
 
 Kind = Literal["classify", "regress", "tag", "qa", "parse"]
-Adapt = Literal["finetune", "features"]
+Adapt = Literal["finetune", "features", "adapters"]
 
 
 @dataclass(frozen=True)
 class TaskConfig:
     kind: Literal["auto", "classify", "regress", "tag", "parse"] = "auto"  # auto: from the data; parse: CoNLL-U trees
-    pooling: Literal["auto", "concat", "first", "last", "mean"] = "auto"  # auto: the family's
+    # auto: the family's; finetune --adapt=features on a Transformer sets mean (its FEATURES_POOLING)
+    pooling: Literal["auto", "concat", "first", "last", "mean"] = "auto"
     both_orders: Literal["auto", "yes", "no"] = "auto"  # GPT's similarity input; auto: causal + regression
     dropout: float = 0.1  # the linear head's and the tagger's
     pooler: bool = True  # BERT's dense + tanh before a bidirectional encoder's linear head
@@ -145,11 +147,16 @@ def encode_examples(b: Backbone, examples: list, kind: Kind, labels: list[str], 
 
 def build_model(b: Backbone, kind: Kind, n_out: int, task: TaskConfig, head: ClassifierHeadConfig,
                 adapt: Adapt = "finetune", cache_gb: float = 4.0, mix_layers: Sequence[int] = (),
-                parser: ParserConfig = ParserConfig()) -> nn.Module:
+                parser: ParserConfig = ParserConfig(), adapters: AdaptersConfig = AdaptersConfig()) -> nn.Module:
     """``TaskModel(encoder, head)``; under ``adapt="features"`` the encoder is frozen and read
     through a learned scalar mix of its layers (``mix_layers``, or all of its output width; each
-    sequence's layers kept, up to ``cache_gb``)."""
-    encoder = b.encoder if adapt == "finetune" else FrozenMixEncoder(b.encoder, cache_gb, mix_layers)
+    sequence's layers kept, up to ``cache_gb``); under ``adapt="adapters"`` it is frozen with
+    Houlsby's adapters in every layer (:mod:`transferlab.adapt.adapters`)."""
+    if adapt == "adapters" and not b.pretrained:
+        raise ValueError("--adapt=adapters trains small modules inside a frozen pretrained Transformer; this "
+                         "encoder is at random initialization (give --pretrained, or a Hugging Face model)")
+    encoder = (b.encoder if adapt == "finetune" else AdapterEncoder(b.encoder, adapters) if adapt == "adapters"
+               else FrozenMixEncoder(b.encoder, cache_gb, mix_layers))
     dim = encoder.dim
     if kind == "tag":
         return TaskModel(encoder, TokenTagger(dim, n_out, task.dropout))

@@ -1,0 +1,188 @@
+"""The ways to adapt a pretrained Transformer, side by side: minilm-l6 on SST-2 (1,000 labels and all
+of them), CoLA and MRPC, 3 seeds each, mean and standard deviation.
+
+    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/adaptation_table.py \\
+        [--tasks sst2,cola,mrpc] [--sizes 1000,0] [--methods full,...] [--seeds 0,1,2] [--epochs N]
+
+Every cell is one ``transferlab finetune --encoder minilm-l6`` command line (the Hugging Face
+defaults of ``configs/defaults_hf.toml``: AdamW at 5e-5, batch 32) that differs from the others
+only as its row says:
+
+- ``full``: full fine-tuning at a constant learning rate, none of the ULMFiT techniques;
+- ``discriminative``: + discriminative learning rates (Howard & Ruder 2018: lr / 2.6 per layer
+  group going down, the embeddings and six blocks below the head);
+- ``stlr``: + slanted triangular learning rates (cut_frac 0.1, ratio 32) instead of the constant rate;
+- ``gradual_unfreeze``: + gradual unfreezing (the head first, one more group from the top each
+  epoch: with E epochs the top E of the 8 groups train, so a 1- or 3-epoch task leaves the lower
+  blocks where pretraining left them: the schedule as ULMFiT defines it);
+- ``ulmfit``: all three;
+- ``adapters``: Houlsby et al. 2019's bottleneck adapters of size 64 in every block, the rest frozen
+  (``--adapt=adapters``, at that mode's default rate);
+- ``features``: the encoder frozen, ELMo's scalar mix of its layers, mean pooling over the pieces,
+  one linear layer (``--adapt=features``, 1e-3, 10 epochs: after the first, an epoch costs only the
+  head, the layers being cached);
+- ``aux_lm``: ``full`` plus GPT's auxiliary LM loss (Radford et al. 2018), lambda 0.5: a masked-LM
+  loss on each batch's own text, minilm-l6 having no MLM head of its own (a new one, tied).
+
+Tasks and epochs (those of ``mlm_transfer.py`` and ``minilm_glue.py``): SST-2 with 1,000 labels
+(a fixed subset per seed, 10 epochs) and all 67k (1 epoch), accuracy on the GLUE dev set (the
+catalog's test split); CoLA (3 epochs), Matthews correlation on the GLUE dev set; MRPC (3
+epochs), F1 of the paraphrase class on its test set. ``--sizes`` gives every chosen task those
+label counts instead (0 = all), ``--epochs`` every cell that many epochs.
+
+One JSON line per finished cell in ``<out>/runs.jsonl``; a rerun skips the cells already there. A
+cell that fails (a method this checkout lacks) is named with its error and the others go on; the
+script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
+and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``; the table; the
+chart ``adaptation_table.png`` (methods x tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import finished_rows, write_result  # noqa: E402
+
+from transferlab.recipes import finetune  # noqa: E402
+
+# task -> (the summary key it reads, the metric's name, label counts (0 = all), epochs per count, max_len)
+TASKS = {
+    "sst2": ("test_accuracy", "accuracy", (1000, 0), {1000: 10, 0: 1}, 64),
+    "cola": ("test_mcc", "MCC", (0,), {0: 3}, 64),
+    "mrpc": ("test_f1", "F1", (0,), {0: 3}, 128),
+}
+CONSTANT = ["ulmfit.discriminative=false", "ulmfit.stlr=false", "ulmfit.gradual_unfreeze=false"]
+STLR = ["ulmfit.stlr=true", 'train.schedule="slanted_triangular"']
+METHODS = {
+    "full": CONSTANT,
+    "discriminative": [*CONSTANT, "ulmfit.discriminative=true"],
+    "stlr": [*CONSTANT, *STLR],
+    "gradual_unfreeze": [*CONSTANT, "ulmfit.gradual_unfreeze=true"],
+    "ulmfit": ["ulmfit.discriminative=true", "ulmfit.gradual_unfreeze=true", *STLR],
+    "adapters": ['adapt="adapters"', "adapters.size=64"],
+    "features": ['adapt="features"', "features_cache_gb=8"],
+    "aux_lm": [*CONSTANT, "aux_lm=0.5"],
+}
+FEATURES_EPOCHS = 10
+
+
+def label(task: str, size: int) -> str:
+    return f"{task}_{size}" if size else task
+
+
+def cell(task: str, size: int, method: str, seed: int, out: Path, epochs: int | None, threads: int) -> dict:
+    _, _, _, task_epochs, max_len = TASKS[task]
+    n = epochs or (FEATURES_EPOCHS if method == "features" else task_epochs.get(size, task_epochs[0]))
+    cfg = finetune.load_finetune_config(None, [
+        'encoder="minilm-l6"', f'data.task="{task}"', f"data.train_size={size}", f"data.subset_seed={seed}",
+        f"data.max_len={max_len}", f"train.epochs={n}", f"train.seed={seed}", f"train.threads={threads}",
+        "train.log_every=0", "train.progress=false", *METHODS[method], f'out="{out}"'])
+    return finetune.run(cfg)
+
+
+def chart(figures: dict, tasks: list[str], methods: list[str], metrics: dict[str, str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(tasks) + 0.25 * len(tasks) * len(methods)), 3.8))
+    width = 0.8 / max(len(methods), 1)
+    for k, m in enumerate(methods):
+        xs = [i + k * width for i in range(len(tasks))]
+        ys = [100 * figures.get(f"{t}_{m}", float("nan")) for t in tasks]
+        sd = [100 * figures.get(f"{t}_{m}_sd", 0.0) for t in tasks]
+        ax.bar(xs, ys, width, yerr=sd, capsize=2, label=m)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(tasks))], [f"{t}\n({metrics[t]})" for t in tasks])
+    ax.set_ylabel("score x 100 (mean of seeds, sd bars)")
+    ax.legend(fontsize=7, ncol=min(len(methods), 4), loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    ax.set_title("minilm-l6: ways to adapt a pretrained encoder", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--sizes", default="", help="label counts for every chosen task (0 = all); default: each "
+                                                "task's own (SST-2: 1000 and all; CoLA, MRPC: all)")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--epochs", type=int, default=0, help="every cell's epochs (0 = each task's and method's own)")
+    ap.add_argument("--out", default="runs/bench/adaptation-table")
+    ap.add_argument("--record", default="adaptation_table", help="the results/NAME.json to write")
+    ap.add_argument("--chart", default=str(Path(__file__).parent / "adaptation_table.png"))
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
+    args = ap.parse_args()
+    tasks, methods = args.tasks.split(","), args.methods.split(",")
+    for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, METHODS)):
+        unknown = sorted(set(chosen) - set(known))
+        if unknown:
+            ap.error(f"unknown {kind}(s) {', '.join(unknown)}: choose from {', '.join(known)}")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    sizes = {t: [int(s) for s in args.sizes.split(",")] if args.sizes else list(TASKS[t][2]) for t in tasks}
+    out = Path(args.out)
+    log = out / "runs.jsonl"
+    rows = finished_rows(log, "task", "size", "method", "seed")
+    failed: dict[str, str] = {}
+    for task in tasks:
+        for size in sizes[task]:
+            for method in methods:
+                for seed in seeds:
+                    key = (task, size, method, seed)
+                    if key in rows or f"{label(task, size)} {method}" in failed:
+                        continue
+                    folder = out / f"{label(task, size)}-{method}-{seed}"
+                    try:
+                        s = cell(task, size, method, seed, folder, args.epochs or None, args.threads)
+                    except Exception as e:  # noqa: BLE001  named below; the other cells go on
+                        failed[f"{label(task, size)} {method}"] = f"{type(e).__name__}: {e}"
+                        traceback.print_exc()
+                        print(f"{label(task, size)} {method}: FAILED ({type(e).__name__}: {e}); the other cells "
+                              f"go on", flush=True)
+                        continue
+                    row = {"task": task, "size": size, "method": method, "seed": seed, "score": s[TASKS[task][0]],
+                           "wall_s": s["wall_s"], "steps": s["steps"], "train_size": s["train_size"]}
+                    rows[key] = row
+                    out.mkdir(parents=True, exist_ok=True)
+                    with log.open("a") as f:
+                        f.write(json.dumps(row) + "\n")
+                    print(f"{label(task, size)} {method} seed {seed}: {row['score']:.4f} ({row['wall_s']:.0f} s)",
+                          flush=True)
+    figures: dict[str, float] = {}
+    columns = [(t, s) for t in tasks for s in sizes[t]]
+    metrics = {label(t, s): TASKS[t][1] for t, s in columns}
+    for t, s in columns:
+        for m in methods:
+            scores = [r["score"] for (tt, ss, mm, seed), r in rows.items()
+                      if (tt, ss, mm) == (t, s, m) and seed in seeds]
+            if scores:
+                figures[f"{label(t, s)}_{m}"] = statistics.mean(scores)
+                figures[f"{label(t, s)}_{m}_sd"] = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    names = [label(t, s) for t, s in columns]
+    table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for m in methods:
+        cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}" if f"{n}_{m}" in figures
+                 else "failed" if f"{n} {m}" in failed else "-" for n in names]
+        table.append(f"| {m} | " + " | ".join(cells) + " |")
+    print("\n".join(table))
+    if figures:
+        chart(figures, names, methods, metrics, Path(args.chart))
+    write_result(args.record, figures, table=table, failed=failed, seeds=seeds, sizes=sizes,
+                 epochs=args.epochs or {t: TASKS[t][3] for t in tasks}, features_epochs=args.epochs or FEATURES_EPOCHS,
+                 cells=[rows[k] for k in sorted(rows) if k[0] in tasks and k[2] in methods])
+    if failed:
+        print("failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()), flush=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
