@@ -44,7 +44,7 @@ from transferlab.encoders.backbone import Backbone
 from transferlab.log import log
 from transferlab.pretrain.lm import LanguageModel, LMLoss, LMStream, perplexity
 from transferlab.pretrain.mlm import MaskedBatches, MaskedLM, masked_loss, mlm_loss, packed_windows, token_stream
-from transferlab.recipes.ulmfit import (LMFinetuneConfig, ULMFiTConfig, _valid_text, check_stage, schedule,
+from transferlab.recipes.ulmfit import (LMFinetuneConfig, ULMFiTConfig, lm_valid_text, check_stage, schedule,
                                         stage_identity)
 from transferlab.text.subword import SubwordTokenizer
 from transferlab.train import fit
@@ -131,7 +131,7 @@ def finetune_encoder_lm(b: Backbone, c: LMFinetuneConfig, u: ULMFiTConfig, data:
     tok = SubwordTokenizer.from_dict(b.files["tokenizer"])
     lines = list(catalog.corpus(c.text, "train") if c.text else task_texts(data, "train", data.train))
     width = b.framing.max_len or 128
-    loss, batches, evaluate, metric, tokens = _objective(tok, lines, _valid_text(c, data), c, width, b.causal)
+    loss, batches, evaluate, metric, tokens = _objective(tok, lines, lm_valid_text(c, data), c, width, b.causal)
     log(f"target-task {kind} fine-tuning: {tokens:,} pieces of the task's text in windows of {width}")
     pgroups = param_groups(list(b.encoder.layer_groups()), c.train.lr, u.decay if u.discriminative else 1.0,
                            head=_head(model))

@@ -86,7 +86,7 @@ def retarget_vocab(lm: LanguageModel, old: Vocab, new: Vocab) -> int:
     return n_new
 
 
-def _valid_text(c: LMFinetuneConfig, data: TaskDataConfig) -> list[str] | None:
+def lm_valid_text(c: LMFinetuneConfig, data: TaskDataConfig) -> list[str] | None:
     """Held-out text for the LM stage: the task's validation texts (their labels unused)."""
     if c.text:
         return None
@@ -146,7 +146,7 @@ def finetune_lm(lm: LanguageModel, old_vocab: Vocab, tok, c: LMFinetuneConfig, u
     if not c.enabled:
         return lm, vocab
     stream = encode_corpus(lines, vocab, tok)
-    valid_text = _valid_text(c, data)
+    valid_text = lm_valid_text(c, data)
     evaluate = None
     if valid_text:
         valid = encode_corpus(valid_text, vocab, tok)
