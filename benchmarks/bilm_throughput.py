@@ -9,13 +9,16 @@ the same output layer:
 - ours: :class:`transferlab.pretrain.bilm.BiLM` over :class:`transferlab.encoders.elmo.ELMo`
   (character CNN, highways, projection; per direction ``n_layers`` LSTMs with projections and
   residual connections; padded sequences reversed for the backward LM);
-- plain: a word embedding of the token size, then per direction one ``nn.LSTM(num_layers=
-  n_layers, proj_size=dim)`` (cuDNN/oneDNN's fused stack, no residuals), the backward one over
-  the flipped window: the same LSTM cells and projections, no character layer.
+- plain: the same character token layer (another ELMo's ``tokens``), then per direction one
+  ``nn.LSTM(num_layers=n_layers, proj_size=dim)`` (PyTorch's fused stack, no residuals), the
+  backward one over the flipped window: the same LSTM cells and projections, so the ratio is
+  what our biLSTM (separate layers, residual connections, padding-aware reversal) costs;
+- words: the plain stack over a word embedding instead of characters, for the share of the step
+  the character layer takes (``words_tokens_per_s``).
 
 Figures: ``ours_tokens_per_s``, ``plain_tokens_per_s`` (tokens of the windows per second of
 training steps, the best of three timed blocks of ``--steps`` after 3 warm-up steps) and
-``throughput_ratio`` (ours / plain; target >= 0.9), with both models' parameter counts.
+``throughput_ratio`` (ours / plain; target >= 0.9), ``words_tokens_per_s``, with the parameter counts.
 """
 
 from __future__ import annotations
@@ -42,18 +45,20 @@ VOCAB = 40_000
 
 
 class PlainBiLM(nn.Module):
-    """Word embeddings, a forward and a backward ``nn.LSTM`` stack, one shared sampled softmax."""
+    """A token layer (ELMo's characters, or word embeddings), a forward and a backward ``nn.LSTM``
+    stack, one shared sampled softmax."""
 
-    def __init__(self, dim: int, hidden_dim: int, n_layers: int, samples: int) -> None:
+    def __init__(self, dim: int, hidden_dim: int, n_layers: int, samples: int, chars: ELMo | None = None) -> None:
         super().__init__()
-        self.embedding = nn.Embedding(VOCAB, dim)
+        self.chars = chars
+        self.embedding = nn.Embedding(VOCAB, dim) if chars is None else None
         self.fwd = nn.LSTM(dim, hidden_dim, num_layers=n_layers, proj_size=dim, batch_first=True)
         self.bwd = nn.LSTM(dim, hidden_dim, num_layers=n_layers, proj_size=dim, batch_first=True)
         self.decoder = nn.Linear(dim, VOCAB)
         self.samples = samples
 
     def loss(self, seq: torch.Tensor) -> torch.Tensor:
-        x = self.embedding(seq)  # (B, T+1, dim)
+        x = self.embedding(seq) if self.chars is None else self.chars.tokens(seq)  # (B, T+1, dim)
         f, _ = self.fwd(x)
         b, _ = self.bwd(x.flip(1))
         b = b.flip(1)
@@ -104,14 +109,19 @@ def main() -> None:
     elmo = ELMo(dataclasses.replace(e, vocab_size=VOCAB, dropout=0.0), words)
     ours = BiLM(elmo, VOCAB).train()
     bilm_loss = BiLMLoss(cfg.bilm.samples)
-    plain = PlainBiLM(e.dim, e.hidden_dim, e.n_layers, cfg.bilm.samples).train()
+    chars = ELMo(dataclasses.replace(e, vocab_size=VOCAB, dropout=0.0), words)
+    plain = PlainBiLM(e.dim, e.hidden_dim, e.n_layers, cfg.bilm.samples, chars=chars).train()
+    plain_words = PlainBiLM(e.dim, e.hidden_dim, e.n_layers, cfg.bilm.samples).train()
     ours_tps = tokens_per_s(trainer(ours, lambda s: bilm_loss(ours, {"ids": s})), batches, args.steps)
     plain_tps = tokens_per_s(trainer(plain, plain.loss), batches, args.steps)
+    words_tps = tokens_per_s(trainer(plain_words, plain_words.loss), batches, args.steps)
     figures = {"ours_tokens_per_s": ours_tps, "plain_tokens_per_s": plain_tps, "throughput_ratio": ours_tps / plain_tps,
-               "ours_params": sum(p.numel() for p in ours.parameters()),
-               "plain_params": sum(p.numel() for p in plain.parameters())}
-    print(f"biLM ({args.preset}) {ours_tps:,.0f} tokens/s, plain nn.LSTM stack {plain_tps:,.0f} tokens/s: "
-          f"{figures['throughput_ratio']:.2f}x")
+               "words_tokens_per_s": words_tps, "ours_params": sum(p.numel() for p in ours.parameters()),
+               "plain_params": sum(p.numel() for p in plain.parameters()) - sum(
+                   p.numel() for n, p in chars.named_parameters() if "lstms" in n)}
+    print(f"biLM ({args.preset}) {ours_tps:,.0f} tokens/s, the same characters under a plain nn.LSTM stack "
+          f"{plain_tps:,.0f} tokens/s: {figures['throughput_ratio']:.2f}x; the plain stack over word embeddings "
+          f"{words_tps:,.0f} tokens/s")
     write_result("bilm_throughput", figures, preset=args.preset, batch=d.batch_size, bptt=d.bptt,
                  samples=cfg.bilm.samples, steps=args.steps)
 
