@@ -51,6 +51,9 @@ EXAMPLES = {
                "  transferlab predict --model runs/squad/last --task qa --question 'Who won?' --context 'Denver won.'",
     "translate": "transferlab translate runs/mt/best 'Open the file' 'Save all changes?'\n"
                  "  transferlab translate runs/mt/best --file strings.txt --beam 1   # greedy, one line per line",
+    "qg": "transferlab qg --pretrained runs/bench/lm-1h/best --init lm --out runs/qg-lm\n"
+          "  transferlab qg --pretrained runs/bench/lm-1h/best --init random --out runs/qg-random\n"
+          "  transferlab qg --pretrained runs/lm/best --preset tiny --train-size 64 --aux_lm=0.5",
     "generate": "transferlab generate --model runs/clm/best 'to be or not' 'my lord'\n"
                 "  transferlab generate --model gpt2 'The meaning of life is' --top-p 0.9 --max-new-tokens 30\n"
                 "  transferlab generate --model runs/clm --temperature 0 --json   # greedy, prompts from stdin\n"
@@ -400,6 +403,18 @@ def cmd_translate(args, overrides) -> None:
         print(line)
 
 
+def cmd_qg(args, overrides) -> None:
+    from transferlab.recipes import question_gen
+
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume continues the run in --out, --overwrite starts over: pass one of them")
+    cfg = _load(question_gen.QuestionGenConfig, args, overrides, "qg",
+                {"data.task": args.task, "pretrained": args.pretrained, "init": args.init,
+                 "data.train_size": args.train_size, "resume": args.resume or None,
+                 "overwrite": args.overwrite or None})
+    print(json.dumps(question_gen.run(cfg), indent=2))
+
+
 def cmd_generate(args, overrides) -> None:
     from transferlab.data.readers import TextLines
     from transferlab.recipes.generate import run
@@ -609,6 +624,21 @@ def build_parser() -> argparse.ArgumentParser:
                                                "checkpoint's generate.alpha)")
     p.set_defaults(func=cmd_translate)
 
+    p = _parser("qg", sub, "question generation on SQuAD (sentence and answer -> question): a seq2seq AWD-LSTM "
+                           "whose encoder and decoder start from a `pretrain lm` model (Ramachandran et al. "
+                           "2017) or at random; test BLEU beside copying the sentence")
+    p.add_argument("--pretrained", help="a `pretrain lm` checkpoint folder: its vocabulary, tokenizer and shape, "
+                                        "and with --init lm its weights (pretrained)")
+    p.add_argument("--init", choices=["lm", "random"], help="encoder and decoder from the LM (default) or random "
+                                                            "(init)")
+    p.add_argument("--task", help="a catalog QA dataset (data.task; default squad-v1.1)")
+    p.add_argument("--train-size", type=int, help="the first N training questions; 0 = all (data.train_size)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    p.add_argument("--overwrite", action="store_true", help="start over in an --out that holds a run (the old "
+                                                            "run is moved aside to OUT.replaced-<time>)")
+    _recipe_args(p)
+    p.set_defaults(func=cmd_qg)
+
     p = _parser("generate", sub, "continue prompts with a causal LM (a `pretrain clm` checkpoint or a Hugging Face "
                                  "GPT-style model): sampling, greedy or beam search, one continuation per prompt")
     p.add_argument("prompts", nargs="*", help="prompts (else --file, else standard input, one per line)")
@@ -743,7 +773,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args, overrides = parser.parse_known_args(argv)
-    if overrides and args.command not in ("pretrain", "finetune", "probe", "senteval", "curve"):
+    if overrides and args.command not in ("pretrain", "finetune", "probe", "senteval", "curve", "qg"):
         parser.error(f"unrecognized arguments: {' '.join(overrides)}")
     try:
         args.func(args, overrides)
