@@ -35,3 +35,32 @@ def corpus(tmp_path_factory) -> Path:
     path.write_text("\n".join(f"line {i} " + " ".join(words[(i * 5 + j) % len(words)] for j in range(8))
                               for i in range(600)) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def make_tiny_bert():
+    """``make_tiny_bert(folder, head="BertModel", **config)``: a random 2-layer BERT of hidden size 32
+    (the transformers class ``head``: BertModel, BertForMaskedLM ...) saved to ``folder`` with
+    minilm-l6's uncased WordPiece vocabulary and tokenizer files; skips without minilm-l6."""
+    import shutil
+
+    import torch
+
+    from transferlab.data import catalog
+
+    transformers = pytest.importorskip("transformers")
+    try:
+        minilm = Path(catalog.resolve("minilm-l6"))
+    except Exception as e:  # noqa: BLE001  the catalog says where it looked
+        pytest.skip(f"minilm-l6 not available: {e}")
+
+    def make(folder: Path, head: str = "BertModel", **config) -> Path:
+        torch.manual_seed(0)
+        cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=64, **config)
+        getattr(transformers, head)(cfg).save_pretrained(folder)
+        for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
+            shutil.copy(minilm / name, folder / name)
+        return folder
+
+    return make

@@ -6,32 +6,18 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
-import torch
 
 from transferlab import cli
 from transferlab.data import catalog
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
+def tiny_bert(tmp_path_factory, make_tiny_bert) -> Path:
     """A random 2-layer BERT of hidden size 32 with minilm-l6's uncased WordPiece vocabulary."""
-    transformers = pytest.importorskip("transformers")
-    try:
-        minilm = Path(catalog.resolve("minilm-l6"))
-    except Exception as e:  # noqa: BLE001  the catalog says where it looked
-        pytest.skip(f"minilm-l6 not available: {e}")
-    folder = tmp_path_factory.mktemp("qa") / "tiny-bert"
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64)
-    transformers.BertModel(cfg).save_pretrained(folder)
-    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(minilm / name, folder / name)
-    return folder
+    return make_tiny_bert(tmp_path_factory.mktemp("qa") / "tiny-bert")
 
 
 def write_squad(examples, path: Path) -> str:

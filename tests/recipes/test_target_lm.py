@@ -15,7 +15,6 @@ import torch
 from transferlab import cli
 from transferlab.checkpoint import load_checkpoint, save_checkpoint
 from transferlab.config import ConfigError, to_dict
-from transferlab.data import catalog
 from transferlab.data.tasks import TaskDataConfig
 from transferlab.encoders import backbone as bb
 from transferlab.encoders.transformer import Transformer, TransformerConfig
@@ -94,21 +93,9 @@ def test_the_stage_starts_from_the_pretrained_head(data, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_bert(tmp_path_factory) -> Path:
+def tiny_bert(tmp_path_factory, make_tiny_bert) -> Path:
     """A random 2-layer BERT of hidden size 32 with an MLM head and minilm-l6's WordPiece vocabulary."""
-    transformers = pytest.importorskip("transformers")
-    try:
-        minilm = Path(catalog.resolve("minilm-l6"))
-    except Exception as e:  # noqa: BLE001  the catalog says where it looked
-        pytest.skip(f"minilm-l6 not available: {e}")
-    folder = tmp_path_factory.mktemp("hf") / "tiny-bert"
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64)
-    transformers.BertForMaskedLM(cfg).save_pretrained(folder)
-    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(minilm / name, folder / name)
-    return folder
+    return make_tiny_bert(tmp_path_factory.mktemp("hf") / "tiny-bert", "BertForMaskedLM")
 
 
 def test_a_hugging_face_bert_goes_through_the_stage_with_its_own_mlm_head(data, tiny_bert, tmp_path):

@@ -3,7 +3,6 @@ follows Hugging Face's n-best rules, and a tiny random BERT overfits a handful o
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -26,18 +25,6 @@ def minilm_folder() -> Path:
         return Path(catalog.resolve("minilm-l6"))
     except Exception as e:  # noqa: BLE001  the catalog says where it looked
         pytest.skip(f"minilm-l6 not available: {e}")
-
-
-def tiny_bert_folder(folder: Path) -> Path:
-    """A random 2-layer BERT of hidden size 32 with minilm-l6's uncased WordPiece vocabulary."""
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    transformers.BertModel(cfg).save_pretrained(folder)
-    for name in ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json"):
-        shutil.copy(minilm_folder() / name, folder / name)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -139,8 +126,9 @@ def test_configs_and_encoders_without_offsets_are_refused(tok):
         qa_tokenizer(words)
 
 
-def test_a_tiny_bert_overfits_eight_questions(tmp_path, squad_train):
-    b = hf_backbone(str(tiny_bert_folder(tmp_path / "tiny-bert")), None)
+def test_a_tiny_bert_overfits_eight_questions(tmp_path, squad_train, make_tiny_bert):
+    tiny = make_tiny_bert(tmp_path / "tiny-bert", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    b = hf_backbone(str(tiny), None)
     seen: dict[str, int] = {}
     examples = []  # two questions on each of four paragraphs: the question decides the span
     for ex in squad_train:
