@@ -40,14 +40,13 @@ chart ``adaptation_table.png`` (methods x tasks).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -151,9 +150,7 @@ def main() -> None:
                     row = {"task": task, "size": size, "method": method, "seed": seed, "score": s[TASKS[task][0]],
                            "wall_s": s["wall_s"], "steps": s["steps"], "train_size": s["train_size"]}
                     rows[key] = row
-                    out.mkdir(parents=True, exist_ok=True)
-                    with log.open("a") as f:
-                        f.write(json.dumps(row) + "\n")
+                    append_row(log, row)
                     print(f"{label(task, size)} {method} seed {seed}: {row['score']:.4f} ({row['wall_s']:.0f} s)",
                           flush=True)
     figures: dict[str, float] = {}

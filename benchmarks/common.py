@@ -35,6 +35,13 @@ def write_result(name: str, figures: dict, **extra) -> Path:
     return path
 
 
+def append_row(path: Path, row: dict) -> None:
+    """One finished cell as a JSON line at the end of a benchmark's ``runs.jsonl`` (its folder made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def finished_rows(path: Path, *key: str) -> dict[tuple, dict]:
     """The rows of a benchmark's ``runs.jsonl`` by ``key`` fields; a half-written last line (an
     interrupted run) is skipped, so that cell runs again."""

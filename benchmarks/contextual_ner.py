@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_bilm, pretrain_mt  # noqa: E402
@@ -88,9 +88,7 @@ def main() -> None:
             row = {"method": method, "seed": seed, "f1": s["test_entity_f1"], "wall_s": s["wall_s"],
                    "train_size": s["train_size"]}
             rows[(method, seed)] = row
-            out.mkdir(parents=True, exist_ok=True)
-            with log.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(log, row)
             print(json.dumps(row), flush=True)
     figures = {}
     for method in methods:

@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_mt  # noqa: E402
@@ -77,9 +77,7 @@ def main() -> None:
                 row = {"method": method, "size": size, "seed": seed, "acc": s["test_accuracy"],
                        "train_size": s["train_size"], "wall_s": s["wall_s"]}
                 rows[(method, size, seed)] = row
-                out.mkdir(parents=True, exist_ok=True)
-                with log.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(log, row)
                 print(json.dumps(row), flush=True)
     figures = {}
     for size in sizes:

@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_sa  # noqa: E402
@@ -116,8 +116,7 @@ def main() -> None:
                 s = finetune_cell(args, method, size, seed, out / f"{method}-{size_name(size)}-{seed}")
                 row = {"method": method, "size": size, "seed": seed, "test_accuracy": s["test_accuracy"],
                        "wall_s": s["wall_s"], "train_size": s["train_size"]}
-                with log.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(log, row)
                 finished[(method, size, seed)] = row
                 print(json.dumps(row), flush=True)
 

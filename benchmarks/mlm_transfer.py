@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import finetune, pretrain_transformer  # noqa: E402
@@ -91,9 +91,7 @@ def main() -> None:
                 row = {"task": task, "method": method, "seed": seed, "score": score, "wall_s": s["wall_s"],
                        "train_size": s["train_size"]}
                 rows[(task, method, seed)] = row
-                out.mkdir(parents=True, exist_ok=True)
-                with log.open("a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(log, row)
                 print(f"{task} {method} seed {seed}: {score:.4f}", flush=True)
     figures: dict[str, float] = {}
     per_seed: dict[str, dict[str, list[float]]] = {}

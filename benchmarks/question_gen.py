@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 from transferlab.recipes import question_gen  # noqa: E402
@@ -75,8 +75,7 @@ def main() -> None:
                    "copy_bleu": s["copy_bleu"], "valid_ppl": s["valid_ppl"], "test_ppl": s["test_ppl"],
                    "steps": s["steps"], "train_questions": s["train_size"], "wall_s": s["wall_s_total"]}
             rows[(init, args.train_size, seed)] = row
-            with log.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(log, row)
             print(json.dumps(row), flush=True)
 
     mine = [r for (_, n, _), r in sorted(rows.items()) if n == args.train_size]

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -87,9 +87,7 @@ def main() -> None:
                    "valid_las": s["valid"]["las"], "wall_s": s["wall_s"], "train_size": s["train_size"],
                    "steps": s["steps"], "encoder": s["encoder"], "pretrained": s["pretrained"]}
             rows[(method, seed)] = row
-            out.mkdir(parents=True, exist_ok=True)
-            with log.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(log, row)
             print(json.dumps(row), flush=True)
     figures = {}
     for method in methods:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -76,8 +76,7 @@ def main() -> None:
         summary = finetune.run(cfg)
         row = {"method": method, "size": size, "seed": seed, "test_accuracy": summary["test_accuracy"],
                "wall_s": summary["wall_s"], "train_size": summary["train_size"]}
-        with log.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_row(log, row)
         finished[(method, size, seed)] = row
         print(json.dumps(row), flush=True)
 
