@@ -116,3 +116,13 @@ def test_a_hugging_face_bert_goes_through_the_stage_with_its_own_mlm_head(data, 
     original = p.encoder.state_dict()
     assert any(not torch.equal(tuned[f"encoder.{k}"], v) for k, v in original.items())
     assert json.loads((out / "results.json").read_text())["steps"] > 0
+
+
+def test_a_pretrained_transformer_keeps_its_shape_but_takes_the_runs_dropout(data):
+    """A checkpoint pretrained without dropout (as Geiping & Goldstein's budgeted BERT) is
+    fine-tuned with the run's rates; its width, depth and vocabulary stay the checkpoint's."""
+    b = bb.transformer_backbone(TransformerConfig(dim=512, dropout=0.0, attn_dropout=0.05), bb.SubwordConfig(),
+                                str(data / "mlm"), (), True, 24)
+    assert (b.encoder.cfg.dim, b.encoder.cfg.n_layers) == (32, 2)
+    assert (b.encoder.cfg.dropout, b.encoder.cfg.attn_dropout) == (0.0, 0.05)
+    assert b.files["encoder"]["config"]["attn_dropout"] == 0.05

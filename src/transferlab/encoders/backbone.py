@@ -169,7 +169,10 @@ def transformer_backbone(cfg: TransformerConfig, sub: SubwordConfig, pretrained:
             raise ValueError(f"{pretrained}: not a Transformer pretraining checkpoint "
                              f"(no tokenizer.json or transformer config)")
         tok = SubwordTokenizer.from_dict(ckpt.files["tokenizer"], f"{pretrained}/tokenizer.json")
-        cfg = from_dict(TransformerConfig, ckpt.config["transformer"], "transformer.")
+        # the checkpoint's shape with this run's dropout rates: pretraining may run without dropout
+        # (Geiping & Goldstein 2022) and fine-tuning with BERT's 0.1
+        cfg = dataclasses.replace(from_dict(TransformerConfig, ckpt.config["transformer"], "transformer."),
+                                  dropout=cfg.dropout, attn_dropout=cfg.attn_dropout)
         encoder = ENCODERS["transformer"].module(cfg)
         if reinit:
             log(f"{pretrained}: its tokenizer and shape, random weights (reinit=true)")

@@ -91,6 +91,8 @@ class FinetuneConfig:
     # classifier rates; its output_p is the head's input dropout (head.input_p), so 0 here.
     awd_lstm: AWDLSTMConfig = field(default_factory=lambda: AWDLSTMConfig(
         embed_p=0.05, input_p=0.4, hidden_p=0.3, weight_p=0.5, output_p=0.0))
+    # the Transformer's: its dropout rates apply in both cases, its shape only from scratch (a
+    # pretrained one keeps its own)
     transformer: TransformerConfig = field(default_factory=lambda: TransformerConfig(max_len=256))
     fasttext: FastTextConfig = field(default_factory=FastTextConfig)
     taglm: TagLMConfig = field(default_factory=TagLMConfig)  # --encoder taglm --pretrained BILM (a tagger)
@@ -386,10 +388,6 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     sets = encode_splits(cfg, data, b, kind, labels, both)
     model = build_model(b, kind, len(labels) if labels else 1, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb,
                         cfg.features_layers, parser=cfg.parser, adapters=cfg.adapters)
-    if cfg.aux_lm:  # GPT's auxiliary LM loss: an LM head on the encoder, beside the task head
-        attach_aux_lm(model, b)
-    groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
-    fit_groups, on_epoch_start, train_cfg = thawing(cfg, b, groups, pgroups, unfreeze)
     train, bs = sets["train"], cfg.data.batch_size
     extra = {} if kind in ("tag", "parse") else {"labels": train.labels}
 
@@ -403,24 +401,9 @@ def train_task(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
         return evaluate(m, sets[split], kind, labels, b.pad_id, gold.get(split), cfg.data.eval_batch_size)
 
     loss = {"classify": classify_loss, "regress": regression_loss, "tag": tag_loss, "parse": parse_loss}[kind]
-    if cfg.aux_lm:  # the task loss + aux_lm * the LM loss on each batch's own text
-        loss, batches = with_aux_lm(loss, batches, b, cfg.aux_lm, cfg.train.seed)
-    pairs = isinstance(data["train"][0], PairExample)
-    start = time.perf_counter()
-    result = fit(model, loss, batches, train_cfg, groups=fit_groups, on_epoch_start=on_epoch_start,
-                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()
-                                     if k not in ("per_type", "positive")},
-                 out_dir=cfg.out, config=to_dict(cfg),
-                 files={**b.files, "labels": labels, "task": {"kind": kind, "both_orders": both, "pairs": pairs},
-                        **adapter_files(cfg, model, b)})
-    summary = {"kind": kind, "valid": score(model, "valid"), "train_size": len(train.seqs), "labels": labels,
-               "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,  # the checkpoint's
-               "adapt": cfg.adapt, "pretrained": b.pretrained, **parameter_share(model, pgroups),
-               "wall_s": time.perf_counter() - start, "steps": result.step,
-               "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
-               "train_examples_per_s": result.examples_per_s, "truncated": {s: e.n_cut for s, e in sets.items()},
-               "checkpoint": str(Path(cfg.out) / "last")}
-    return report(Path(cfg.out), score(model, "test"), summary, result)
+    task = {"kind": kind, "both_orders": both, "pairs": isinstance(data["train"][0], PairExample)}
+    return fit_and_report(cfg, b, model, loss, batches, score, labels, task,
+                          {"train_size": len(train.seqs), "truncated": {s: e.n_cut for s, e in sets.items()}})
 
 
 def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
@@ -429,10 +412,6 @@ def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
     version2 = is_version2(data["train"])
     model = build_model(b, "qa", 2, cfg.task, cfg.head, cfg.adapt, cfg.features_cache_gb, cfg.features_layers,
                         adapters=cfg.adapters)
-    if cfg.aux_lm:
-        attach_aux_lm(model, b)
-    groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
-    fit_groups, on_epoch_start, train_cfg = thawing(cfg, b, groups, pgroups, unfreeze)
     train, bs, segments = sets["train"], cfg.data.batch_size, b.framing.segments
     task = {"kind": "qa", "both_orders": False, "pairs": True, "version2": version2, "null_threshold": 0.0}
 
@@ -449,25 +428,41 @@ def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
             task["null_threshold"] = result["null_threshold"]
         return result
 
-    loss = qa_loss
-    if cfg.aux_lm:
+    def keep_threshold() -> None:  # the last weights' threshold (tuned by the final valid score), whatever the
+        write_json(task, Path(cfg.out) / "last" / "task.json")  # last save saw
+        if version2:
+            log(f"no-answer threshold {task['null_threshold']:.3f} (tuned on valid), stored in the checkpoint")
+
+    return fit_and_report(cfg, b, model, qa_loss, batches, score, [], task,
+                          {"version2": version2, "train_size": len(data["train"]), "train_windows": len(train.seqs)},
+                          after_valid=keep_threshold)
+
+
+def fit_and_report(cfg: FinetuneConfig, b: bb.Backbone, model, loss, batches, score, labels: list, task: dict,
+                   sizes: dict, after_valid=None) -> dict:
+    """What every task kind shares once its model, batches and scorer exist: GPT's auxiliary LM
+    loss (``--aux_lm``), the optimizer groups and unfreezing schedule, ``fit()`` with the valid
+    score each epoch, then the summary and the test score in ``results.json``."""
+    if cfg.aux_lm:  # the task loss + aux_lm * the LM loss on each batch's own text, from an LM head beside the task's
+        attach_aux_lm(model, b)
         loss, batches = with_aux_lm(loss, batches, b, cfg.aux_lm, cfg.train.seed)
+    groups, pgroups, unfreeze = optimizer_groups(cfg, model, b)
+    fit_groups, on_epoch_start, train_cfg = thawing(cfg, b, groups, pgroups, unfreeze)
     start = time.perf_counter()
     result = fit(model, loss, batches, train_cfg, groups=fit_groups, on_epoch_start=on_epoch_start,
-                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()},
+                 evaluate=lambda m: {f"valid_{k}": v for k, v in score(m, "valid").items()
+                                     if k not in ("per_type", "positive")},
                  out_dir=cfg.out, config=to_dict(cfg),
-                 files={**b.files, "labels": [], "task": task, **adapter_files(cfg, model, b)})
-    valid = score(model, "valid")  # the last weights' threshold, whatever the last save saw
-    write_json(task, Path(cfg.out) / "last" / "task.json")
-    summary = {"kind": "qa", "valid": valid, "version2": version2, "train_size": len(data["train"]),
-               "train_windows": len(train.seqs), "labels": [],
-               "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,
+                 files={**b.files, "labels": labels, "task": task, **adapter_files(cfg, model, b)})
+    valid = score(model, "valid")
+    if after_valid:
+        after_valid()
+    wall = time.perf_counter() - start
+    summary = {"kind": task["kind"], "valid": valid, **sizes, "labels": labels,
+               "encoder": cfg.encoder if b.family == bb.family(cfg.encoder) else b.family,  # the checkpoint's
                "adapt": cfg.adapt, "pretrained": b.pretrained, **parameter_share(model, pgroups),
-               "wall_s": time.perf_counter() - start,
-               "steps": result.step, "wall_s_total": time.perf_counter() - start + result.earlier_wall_s,
+               "wall_s": wall, "steps": result.step, "wall_s_total": wall + result.earlier_wall_s,
                "train_examples_per_s": result.examples_per_s, "checkpoint": str(Path(cfg.out) / "last")}
-    if version2:
-        log(f"no-answer threshold {task['null_threshold']:.3f} (tuned on valid), stored in the checkpoint")
     return report(Path(cfg.out), score(model, "test"), summary, result)
 
 
