@@ -147,12 +147,18 @@ class ParallelBatches:
             yield batch
 
 
+def target_nll(model, batch: dict[str, torch.Tensor], reduction: str = "mean") -> torch.Tensor:
+    """The cross-entropy of every target piece and ``[EOS]`` given the source (teacher forcing)."""
+    logits = model(batch["ids"], batch["mask"], batch["tgt_in"])  # (B, T, V)
+    return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX,
+                           reduction=reduction)
+
+
 class MTLoss:
-    """``loss(model, batch)``: the mean cross-entropy of every target piece and ``[EOS]``."""
+    """``loss(model, batch)``: the mean of :func:`target_nll`."""
 
     def __call__(self, model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        logits = model(batch["ids"], batch["mask"], batch["tgt_in"])  # (B, T, V)
-        return F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=IGNORE_INDEX)
+        return target_nll(model, batch)
 
 
 @torch.no_grad()
@@ -165,9 +171,7 @@ def mt_perplexity(model, batches: Iterable[dict[str, torch.Tensor]]) -> float:
     try:
         for batch in batches:
             batch = {k: v.to(device) for k, v in batch.items()}
-            logits = model(batch["ids"], batch["mask"], batch["tgt_in"])
-            total += float(F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(),
-                                           ignore_index=IGNORE_INDEX, reduction="sum"))
+            total += float(target_nll(model, batch, reduction="sum"))
             count += int((batch["labels"] != IGNORE_INDEX).sum())
     finally:
         model.train(was)
