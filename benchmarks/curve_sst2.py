@@ -24,6 +24,7 @@ JSON's ``notes`` name the cells not yet run).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -48,13 +49,19 @@ def main() -> None:
                     help="validation sentences scored after each epoch (of 6,735; the test set is whole)")
     ap.add_argument("--record", default=str(Path(__file__).parent / "results" / "curve_sst2.jsonl"),
                     help="the finished cells, kept in the repository so the curve resumes in a fresh checkout")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each cell")
+    ap.add_argument("--lm-stage", default="",
+                    help="ulmfit's target-task LM stage folder to reuse (e.g. ulmfit_sst2.py's OUT/lm-sst2); the "
+                         "stage refuses a folder trained from another LM or with other settings")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: the figures, chart and JSON of the cells recorded so far")
     args = ap.parse_args()
     cfg = curve.CurveConfig(data=TaskDataConfig(task="sst2", valid_size=args.valid_size), sizes=args.sizes,
                             seeds=args.seeds, methods=args.methods, preset=args.preset, lm=args.lm, mlm=args.mlm,
                             out=args.out,
-                            record=args.record, finetune=("train.threads=2", "train.log_every=0"),
+                            record=args.record, finetune=(f"train.threads={args.threads}", "train.log_every=0",
+                                                          *([f"lm_finetune.out={json.dumps(args.lm_stage)}"]
+                                                            if args.lm_stage else [])),
                             report_only=args.report_only)
     summary = curve.run(cfg)
     methods = summary["methods"]
