@@ -46,7 +46,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import append_row, finished_rows, write_result  # noqa: E402
+from common import append_row, finished_rows, grouped_bars, write_result  # noqa: E402
 
 from transferlab.recipes import finetune  # noqa: E402
 
@@ -86,25 +86,10 @@ def cell(task: str, size: int, method: str, seed: int, out: Path, epochs: int | 
 
 
 def chart(figures: dict, tasks: list[str], methods: list[str], metrics: dict[str, str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(tasks) + 0.25 * len(tasks) * len(methods)), 3.8))
-    width = 0.8 / max(len(methods), 1)
-    for k, m in enumerate(methods):
-        xs = [i + k * width for i in range(len(tasks))]
-        ys = [100 * figures.get(f"{t}_{m}", float("nan")) for t in tasks]
-        sd = [100 * figures.get(f"{t}_{m}_sd", 0.0) for t in tasks]
-        ax.bar(xs, ys, width, yerr=sd, capsize=2, label=m)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(tasks))], [f"{t}\n({metrics[t]})" for t in tasks])
-    ax.set_ylabel("score x 100 (mean of seeds, sd bars)")
-    ax.legend(fontsize=7, ncol=min(len(methods), 4), loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    ax.set_title("minilm-l6: ways to adapt a pretrained encoder", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    series = {m: [(100 * figures.get(f"{t}_{m}", float("nan")), 100 * figures.get(f"{t}_{m}_sd", 0.0)) for t in tasks]
+              for m in methods}
+    grouped_bars([f"{t}\n({metrics[t]})" for t in tasks], series, path,
+                 ylabel="score x 100 (mean of seeds, sd bars)", title="minilm-l6: ways to adapt a pretrained encoder")
 
 
 def main() -> None:

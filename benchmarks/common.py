@@ -54,3 +54,29 @@ def finished_rows(path: Path, *key: str) -> dict[tuple, dict]:
                 continue
             rows[tuple(row[k] for k in key)] = row
     return rows
+
+
+def grouped_bars(groups: list[str], series: dict[str, list[tuple[float, float]]], path: Path, *, ylabel: str,
+                 title: str, ylim: tuple[float, float] | None = None) -> None:
+    """A bar chart with one cluster per group and one bar per series in each: ``series[name][i]``
+    is the (value, sd) of ``groups[i]`` (sd 0: no error bar; a NaN value: no bar)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) + 0.25 * len(groups) * len(series)), 3.8))
+    width = 0.8 / max(len(series), 1)
+    for k, (name, cells) in enumerate(series.items()):
+        sd = [s for _, s in cells]
+        ax.bar([i + k * width for i in range(len(groups))], [v for v, _ in cells], width,
+               yerr=sd if any(sd) else None, capsize=2, label=name)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], groups)
+    ax.set_ylabel(ylabel)
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.legend(fontsize=7, ncol=min(len(series), 5), loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import grouped_bars, write_result  # noqa: E402
 
 from transferlab.config import load_config  # noqa: E402
 
@@ -68,25 +68,8 @@ def train(objective: str, preset: str, checkpoint: Path, threads: int) -> None:
 
 
 def chart(rows: dict[str, dict[str, float]], tasks: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(rows)
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(tasks) * len(names) / 3), 3.6))
-    width = 0.8 / max(len(names), 1)
-    for k, name in enumerate(names):
-        xs = [i + k * width for i in range(len(tasks))]
-        ax.bar(xs, [100 * rows[name].get(t, 0.0) for t in tasks], width, label=name)
-    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(tasks))], tasks)
-    ax.set_ylabel("accuracy / Pearson x 100")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=7, ncol=min(len(names), 5), loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    ax.set_title("SentEval protocol: frozen sentence encoders", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    grouped_bars(tasks, {name: [(100 * r.get(t, 0.0), 0.0) for t in tasks] for name, r in rows.items()}, path,
+                 ylabel="accuracy / Pearson x 100", title="SentEval protocol: frozen sentence encoders", ylim=(0, 100))
 
 
 def main() -> None:
