@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -133,6 +134,8 @@ def main() -> None:
     figures = {k: done["speed"][k] for k in ("speed_ratio_vs_sklearn", "max_acc_diff_vs_sklearn_points")
                if "minilm" in names}
     for name in names:
+        if (out / name / "probe.png").exists():  # the heatmap beside RESULTS.md
+            shutil.copy(out / name / "probe.png", Path(__file__).parent / f"probing_{name}.png")
         upos = done[name]["tasks"]["upos"]
         best = upos["best_layer"]
         figures[f"{name}_best_upos"] = upos["accuracy"][best]
