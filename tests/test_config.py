@@ -124,3 +124,19 @@ def test_a_partial_table_keeps_the_fields_own_default():
 
     ft = from_dict(FinetuneConfig, apply_overrides({}, ["train.epochs=2", "awd_lstm.dim=16"]))
     assert ft.train.lr == 1e-2 and ft.train.schedule == "slanted_triangular" and ft.awd_lstm.input_p == 0.4
+
+
+@pytest.mark.parametrize("budget", ["1h", "3h"])
+def test_budget_presets_load_and_the_longer_budget_only_trains_longer(budget):
+    """`pretrain lm|mlm --budget 3h` is the 1h recipe with three times the steps (same model,
+    corpus and rates), so a 3h run's transfer differs from the 1h run's only by its length."""
+    from transferlab.recipes.pretrain_lm import PretrainLMConfig
+    from transferlab.recipes.pretrain_transformer import PretrainTransformerConfig
+
+    for cls, kind in ((PretrainLMConfig, "lm"), (PretrainTransformerConfig, "mlm")):
+        cfg, one = load_config(cls, budget, kind=kind), to_dict(load_config(cls, "1h", kind=kind))
+        assert cfg.train.steps == one["train"]["steps"] * (3 if budget == "3h" else 1)
+        mine = to_dict(cfg)
+        for d in (mine, one):
+            d["train"].pop("steps"), d["train"].pop("eval_every")
+        assert mine == one
