@@ -19,7 +19,7 @@ each split capped at ``--max-examples`` (a fixed random subset; 0 = all). The en
 - ``elmo`` (``pretrain bilm --preset small``) and ``mlm`` (``pretrain mlm --budget 1h``): our
   contextual encoders, mean-pooled, where their checkpoints exist.
 
-An encoder whose checkpoint is missing (and not trained) is listed as skipped. Figures:
+An encoder without a finished run (and not trained) is listed as skipped. Figures:
 ``ENCODER_TASK`` (accuracy or Pearson, 0-1), and ``published_infersent`` (Conneau et al. 2017's
 SentEval figures, for the corpus-size comparison: their encoder read 570k SNLI pairs with 300-d
 GloVe 840B, ours 4.5k SICK pairs with 50-d GloVe 6B). ``senteval_table.png``: a grouped bar chart.
@@ -91,10 +91,15 @@ def main() -> None:
         elif name in TRAINED:
             path, objective, preset = TRAINED[name]
             spec = path
-            if not (Path(path) / "model.safetensors").exists() and args.train:
+            # a finished run has results.json; `best` exists from the first evaluation on, and an
+            # interrupted run's is a half-trained encoder: it is resumed (--train) or skipped, never scored
+            finished = (Path(path).parent / "results.json").exists()
+            if not finished and args.train:
                 train(objective, preset, Path(path), args.threads)
-            if not (Path(path) / "model.safetensors").exists():
-                skipped[name] = f"no checkpoint at {path} (transferlab pretrain {objective} --preset {preset})"
+                finished = True
+            if not finished:
+                skipped[name] = (f"no finished run at {Path(path).parent} (transferlab pretrain {objective} "
+                                 f"--preset {preset}; --train runs or resumes it)")
                 print(f"{name}: skipped, {skipped[name]}", flush=True)
                 continue
         else:
