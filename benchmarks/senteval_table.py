@@ -17,7 +17,8 @@ each split capped at ``--max-examples`` (a fixed random subset; 0 = all). The en
   ``quickthought``, ``paragram`` (``pretrain paraphrase``), ``infersent`` (``pretrain nli``),
   ``gensen``;
 - ``elmo`` (``pretrain bilm --preset small``) and ``mlm`` (``pretrain mlm --budget 1h``): our
-  contextual encoders, mean-pooled, where their checkpoints exist.
+  contextual encoders, where their checkpoints exist: ELMo's layers averaged (``--pooling
+  layers``, its paper's mix without task weights) and mean-pooled, the MLM's top layer mean-pooled.
 
 An encoder without a finished run (and not trained) is listed as skipped. Figures:
 ``ENCODER_TASK`` (accuracy or Pearson, 0-1), and ``published_infersent`` (Conneau et al. 2017's
@@ -51,7 +52,7 @@ TRAINED = {
     "mlm": ("runs/bench/mlm-1h/best", "mlm", "1h"),
 }
 LOADED = {"glove": "glove-6b-50d", "minilm": "minilm-l6"}
-POOLING = {"sa": "mean", "elmo": "mean", "mlm": "mean", "minilm": "mean", "glove": "mean"}
+POOLING = {"sa": "mean", "elmo": "layers", "mlm": "mean", "minilm": "mean", "glove": "mean"}
 
 
 def train(objective: str, preset: str, checkpoint: Path, threads: int) -> None:

@@ -717,9 +717,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("encoder", help="static vectors (glove-6b-50d, a vectors folder), a Hugging Face model "
                                    "(minilm-l6, a folder, a hub id), or a pretrain or finetune checkpoint folder")
     p.add_argument("--tasks", help="comma-separated: sst2 mrpc cola agnews sick-e sick-r stsb (tasks)")
-    p.add_argument("--pooling", choices=["auto", "mean", "cls"],
+    p.add_argument("--pooling", choices=["auto", "mean", "cls", "layers"],
                    help="auto (default): the encoder's own sentence vector (skip-thought's last state, InferSent's "
-                        "max-pool ...), else mean; mean over the tokens; the first ([CLS]) position")
+                        "max-pool ...), else mean; mean over the tokens; the first ([CLS]) position; layers: the mean "
+                        "over the tokens of every layer's average (ELMo's unweighted mix)")
     p.add_argument("--max-examples", type=int, help="at most this many examples per split, for a quick run "
                                                      "(max_examples; 0 = all)")
     p.add_argument("--supervised-sts", action="store_true", help="also the supervised regression on stsb and "

@@ -75,3 +75,25 @@ def test_pooling_mean_over_the_mask_and_cls_the_first_position():
 def test_unknown_task_is_named_with_the_known_ones():
     with pytest.raises(ValueError, match="snli.*known: sst2"):
         senteval.SentEvalConfig(tasks="sst2,snli")
+
+
+def test_pooling_layers_is_the_mean_over_tokens_of_every_layers_average():
+    from transferlab.adapt.sentence_features import layer_average
+    from transferlab.encoders import backbone as bb
+    from transferlab.encoders.transformer import TransformerConfig
+
+    texts = ["the movie was good", "a dull plot", "good fun, the film"]
+    torch.manual_seed(0)
+    b = bb.transformer_backbone(TransformerConfig(dim=16, n_layers=2, n_heads=2, ffn_dim=32, max_len=16),
+                                bb.SubwordConfig(vocab_size=60, min_freq=1), "", texts, True, 16)
+    got = sentence_embeddings(b, texts, "layers")
+    b.encoder.eval()
+    for i, ids in enumerate(b.texts(texts)):
+        x = torch.tensor([b.framing.single(ids).ids])
+        out = b.encoder(x, torch.ones_like(x, dtype=torch.bool))
+        assert len(out.layers) == 3  # the embedding output and two blocks
+        want = torch.stack(out.layers).mean(0)[0].mean(0)
+        np.testing.assert_allclose(got[i], want.detach().numpy(), atol=1e-5)
+    assert not np.allclose(got, sentence_embeddings(b, texts, "mean"), atol=1e-3)  # not the top layer alone
+    with pytest.raises(ValueError, match="one width"):
+        layer_average([torch.zeros(1, 2, 4), torch.zeros(1, 2, 8)])

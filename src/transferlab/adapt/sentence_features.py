@@ -11,7 +11,10 @@ the LSTM's words), run through the encoder, and its top layer (``hidden``) poole
 - ``cls``: the first position, BERT's ``[CLS]`` (the first word for an encoder without a start
   token, which static vectors refuse: there it is only the first word's vector);
 - ``auto``: the encoder's own sentence vector where its method defines one (a ``sentence``
-  method: skip-thought's last state, InferSent's max-pool, ...), else ``mean``.
+  method: skip-thought's last state, InferSent's max-pool, ...), else ``mean``;
+- ``layers``: ``mean`` over the unweighted average of every layer (the embedding output and each
+  block), ELMo's mix without task weights: a language model's top layer is the most specialised
+  to predicting words and keeps the least of which words a sentence has.
 
 Texts run longest first in batches of about ``batch_tokens`` tokens, each distinct text once.
 :func:`cached_sentence_features` keeps the (N, D) float32 result in one ``.npy`` under a key made
@@ -35,7 +38,7 @@ from transferlab.adapt.features import length_batches
 from transferlab.data.batching import pad_batch
 from transferlab.tasks import classify
 
-Pooling = Literal["auto", "mean", "cls"]
+Pooling = Literal["auto", "mean", "cls", "layers"]
 
 
 def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling, known_only: bool = False) -> torch.Tensor:
@@ -43,6 +46,16 @@ def pool(hidden: torch.Tensor, mask: torch.Tensor, pooling: Pooling, known_only:
     vectors' unknown words) out of the mean."""
     keep = mask & (hidden.abs().sum(-1) > 0) if known_only else mask  # (B, T)
     return classify.pool(hidden, keep, "first" if pooling == "cls" else "mean")  # auto without a method of its own
+
+
+def layer_average(layers: list[torch.Tensor]) -> torch.Tensor:
+    """The unweighted mean of an encoder's layers, (B, T, D) each; an encoder whose layers differ
+    in width (the AWD-LSTM's) or that has none is refused."""
+    widths = {x.size(-1) for x in layers}
+    if len(widths) != 1:
+        raise ValueError(f"--pooling layers averages an encoder's layers, which needs one width; this "
+                         f"encoder's layers are {[x.size(-1) for x in layers] or 'not exposed'}: use mean")
+    return torch.stack([x.float() for x in layers]).mean(0)
 
 
 @torch.no_grad()
@@ -67,7 +80,8 @@ def sentence_embeddings(backbone, texts: Sequence[str], pooling: Pooling = "auto
         if own:
             out[batch] = encoder.sentence(ids, mask).float().cpu().numpy()
         else:
-            hidden = encoder(ids, mask).hidden.float()  # (B, T, D)
+            result = encoder(ids, mask)
+            hidden = layer_average(result.layers) if pooling == "layers" else result.hidden.float()  # (B, T, D)
             out[batch] = pool(hidden, mask, pooling, known_only=static).cpu().numpy()
         bar.update(len(batch))
     bar.close()

@@ -76,7 +76,7 @@ class SentEvalConfig:
     encoder: str = "glove-6b-50d"
     tasks: str = "sst2,mrpc,cola,agnews,sick-e,sick-r,stsb"
     # auto: the encoder's own sentence vector (skip-thought, InferSent ...), else the mean of the top
-    # layer over the tokens; mean; cls: the first ([CLS]) position
+    # layer over the tokens; mean; cls: the first ([CLS]) position; layers: the mean of every layer's average
     pooling: Pooling = "auto"
     max_examples: int = 0  # per split, a fixed random subset; 0 = all
     supervised_sts: bool = False  # also SentEval's supervised regression on STS-B and SICK-R
