@@ -138,6 +138,12 @@ def _flags(args, overrides: list[str], shortcuts: dict[str, object], seed_key: s
     return extra + overrides
 
 
+def _resume_or_overwrite(args) -> None:
+    """A run folder is continued (--resume) or started over (--overwrite), never both."""
+    if args.resume and args.overwrite:
+        raise ConfigError("--resume continues the run in --out, --overwrite starts over: pass one of them")
+
+
 def _load(cls, args, overrides: list[str], kind: str, shortcuts: dict[str, object], seed_key: str = "train.seed"):
     return load_config(cls, args.preset, _flags(args, overrides, shortcuts, seed_key), kind=kind,
                        config_file=args.config)
@@ -244,8 +250,7 @@ def cmd_pretrain(args, overrides) -> None:
                     {"method": args.objective, "data.corpus": args.corpus})
         print(json.dumps(pretrain_vectors.run(cfg), indent=2))
         return
-    if args.resume and args.overwrite:
-        raise ConfigError("--resume continues the run in --out, --overwrite starts over: pass one of them")
+    _resume_or_overwrite(args)
     if args.budget and args.preset:
         raise ConfigError("--budget is a preset: pass --budget or --preset, not both")
     if args.budget and args.objective not in ("lm", "mlm"):
@@ -406,8 +411,7 @@ def cmd_translate(args, overrides) -> None:
 def cmd_qg(args, overrides) -> None:
     from transferlab.recipes import question_gen
 
-    if args.resume and args.overwrite:
-        raise ConfigError("--resume continues the run in --out, --overwrite starts over: pass one of them")
+    _resume_or_overwrite(args)
     cfg = _load(question_gen.QuestionGenConfig, args, overrides, "qg",
                 {"data.task": args.task, "pretrained": args.pretrained, "init": args.init,
                  "data.train_size": args.train_size, "resume": args.resume or None,

@@ -428,8 +428,10 @@ def train_qa(cfg: FinetuneConfig, data: dict, b: bb.Backbone) -> dict:
             task["null_threshold"] = result["null_threshold"]
         return result
 
-    def keep_threshold() -> None:  # the last weights' threshold (tuned by the final valid score), whatever the
-        write_json(task, Path(cfg.out) / "last" / "task.json")  # last save saw
+    def keep_threshold() -> None:
+        """The last weights' threshold (tuned by the final valid score) into the checkpoint, whatever
+        the last save saw."""
+        write_json(task, Path(cfg.out) / "last" / "task.json")
         if version2:
             log(f"no-answer threshold {task['null_threshold']:.3f} (tuned on valid), stored in the checkpoint")
 
