@@ -120,3 +120,17 @@ def test_packing_and_masked_batches_are_contiguous_and_deterministic():
     assert all(torch.equal(a["ids"], b["ids"]) and torch.equal(a["labels"], b["labels"]) for a, b in zip(first, again))
     labels = torch.cat([b["labels"].flatten() for b in first])
     assert (labels != IGNORE_INDEX).any() and not torch.isin(labels, torch.tensor([cls, sep, tok.pad_id])).any()
+
+
+def test_heads_start_as_bert_initialises_them():
+    """Every linear layer of the MLM and NSP heads from N(0, 0.02) with zero biases, as BERT's
+    ``_init_weights`` does (PyTorch's default, uniform within 1/sqrt(fan_in), has sd 0.036 here)."""
+    torch.manual_seed(0)
+    d = 256
+    enc = Transformer(TransformerConfig(vocab_size=500, dim=d, n_layers=1, n_heads=4, ffn_dim=64, max_len=16))
+    model = MaskedLM(enc, 500)
+    for layer in (model.transform[0], model.pooler[0], model.nsp_head):
+        assert abs(layer.weight.std().item() - 0.02) < 0.002
+        assert not layer.bias.any()
+    norm = model.transform[2]
+    assert torch.equal(norm.weight, torch.ones(d)) and not norm.bias.any()

@@ -33,6 +33,7 @@ from torch import nn
 from transferlab import IGNORE_INDEX
 from transferlab.checkpoint import unwrap
 from transferlab.encoders.backbone import Backbone
+from transferlab.encoders.transformer import bert_init
 from transferlab.pretrain.lm import linear_cross_entropy
 from transferlab.pretrain.mlm import mask_tokens
 from transferlab.text.subword import SubwordTokenizer
@@ -68,6 +69,8 @@ class LMHead(nn.Module):
         self._tied = (embedding,)  # a tuple: not a registered submodule
         self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d, eps=layer_norm_eps)) \
             if masked else None
+        if self.transform is not None:
+            self.transform.apply(bert_init)  # as BERT initialises its MLM head
         self.bias = nn.Parameter(torch.zeros(vocab))
 
     def load_pretrained(self, weights: dict[str, torch.Tensor]) -> list[str]:

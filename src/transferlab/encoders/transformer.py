@@ -170,6 +170,15 @@ class Block(nn.Module):
         return self.norm2(x + self.drop(self.mlp(x)))
 
 
+
+def bert_init(module: nn.Module) -> None:
+    """BERT's and GPT's initialisation, for ``module.apply``: linear and embedding weights from
+    N(0, 0.02), linear biases zero (layer norms keep PyTorch's ones and zeros)."""
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, std=0.02)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+
 class Transformer(nn.Module):
     """``forward(ids, mask, type_ids) -> EncoderOutput`` (see the module docstring)."""
 
@@ -187,14 +196,7 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.final_norm = nn.LayerNorm(cfg.dim, eps=cfg.layer_norm_eps) if cfg.norm == "pre" else None
-        self.apply(self._init)
-
-    @staticmethod
-    def _init(module: nn.Module) -> None:  # BERT's and GPT's: N(0, 0.02), zero biases
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
+        self.apply(bert_init)
 
     def layer_groups(self) -> list[nn.Module]:
         """The embeddings (token, position, type, their norm), then each block; the final norm of

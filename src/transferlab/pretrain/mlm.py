@@ -35,6 +35,7 @@ from transferlab import IGNORE_INDEX
 from transferlab.data.batching import Batches
 from transferlab.devices import to_device
 from transferlab.encoders.backbone import subword_framing
+from transferlab.encoders.transformer import bert_init
 from transferlab.text.subword import SubwordTokenizer
 from transferlab.train import evaluating
 
@@ -106,6 +107,9 @@ class MaskedLM(nn.Module):
         self.decoder.weight = emb  # tied, as in BERT
         self.pooler = nn.Sequential(nn.Linear(d, d), nn.Tanh()) if nsp else None
         self.nsp_head = nn.Linear(d, 2) if nsp else None
+        for head in (self.transform, self.pooler, self.nsp_head):  # BERT initialises its heads as its encoder
+            if head is not None:
+                head.apply(bert_init)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, type_ids: torch.Tensor | None = None,
                 select: torch.Tensor | None = None):
