@@ -72,6 +72,17 @@ def test_round_trip(tmp_path):
     assert all(torch.equal(p, q) for p, q in zip(model.parameters(), fresh.parameters()))
 
 
+def test_json_only_reads_no_tensor_file(tmp_path):
+    model, opt = trained()
+    path = save(tmp_path / "ck", model, opt)
+    (path / "model.safetensors").write_bytes(b"not read")  # json_only never opens it
+    c = load_checkpoint(path, json_only=True)
+    assert c.config == {"dim": 6, "name": "tied"} and c.files == {"vocab": {"itos": ["a", "é"]}}
+    assert c.weights == {} and c.optimizer_state is None and c.path == path
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        load_checkpoint(path)
+
+
 def test_tied_weights_stay_tied(tmp_path):
     model, _ = trained()
     save(tmp_path / "ck", model)

@@ -98,14 +98,18 @@ def save_checkpoint(path: str | Path, model: nn.Module, *, config: dict, files: 
     return path
 
 
-def load_checkpoint(path: str | Path) -> Checkpoint:
-    """Read a checkpoint folder written by :func:`save_checkpoint` (tensors on the CPU)."""
+def load_checkpoint(path: str | Path, json_only: bool = False) -> Checkpoint:
+    """Read a checkpoint folder written by :func:`save_checkpoint` (tensors on the CPU).
+    ``json_only=True`` reads its config and JSON files alone (``weights`` is empty, no optimizer
+    state): what a caller needs to build the model or find its vocabulary."""
     folder = _resolve(Path(path))
+    config = _read_json(folder / CONFIG)
+    files = {p.stem: _read_json(p) for p in sorted(folder.glob("*.json")) if p.name not in (CONFIG, STATE)}
+    if json_only:
+        return Checkpoint({}, config, files, None, None, {}, folder)
     weights, meta = _read_safetensors(folder / MODEL)
     for alias, name in json.loads(meta.get("aliases", "{}")).items():
         weights[alias] = weights[name]
-    config = _read_json(folder / CONFIG)
-    files = {p.stem: _read_json(p) for p in sorted(folder.glob("*.json")) if p.name not in (CONFIG, STATE)}
     state = _read_json(folder / STATE) if (folder / STATE).exists() else None
     optimizer_state = None
     if state is not None and "optimizer" in state:

@@ -299,7 +299,7 @@ REBUILT = ("sentence_rnn", "fasttext")
 
 def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
     """The ELMo encoder of a ``pretrain bilm`` checkpoint (its softmax left out) and its vocabulary."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files or "elmo" not in ckpt.config:
         raise ValueError(f"{path}: not a `transferlab pretrain bilm` checkpoint (no elmo config and vocabulary)")
     vocab = Vocab.from_dict(ckpt.files["vocab"])
@@ -327,7 +327,7 @@ def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, train
     """CoVe (McCann et al. 2017): the MT-LSTM of a ``pretrain mt`` checkpoint (its decoder left out)
     over the English vocabulary's GloVe rows, frozen unless ``trainable``; a task's word outside
     that vocabulary gets its GloVe vector (:meth:`~transferlab.encoders.cove.CoVe.add_words`)."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files or "cove" not in ckpt.config:
         raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config and vocabulary)")
     encoder = CoVe(from_dict(CoVeConfig, ckpt.config["cove"], "cove."))
@@ -342,7 +342,7 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, train
     tokenizer), ``pretrain lm`` (the AWD-LSTM and its vocabulary; the LM's decoder left out),
     ``pretrain bilm`` (ELMo), ``pretrain mt`` (CoVe, frozen unless ``trainable``) or ``pretrain
     context2vec`` (its context vectors; the negative-sampling table left out)."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax

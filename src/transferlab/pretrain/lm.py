@@ -411,7 +411,7 @@ def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
 
 def load_lm(path: str | Path):
     """A pretrained language model checkpoint folder -> (LanguageModel with its weights, Vocab)."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files:
         raise ValueError(f"{path}: no vocab.json in this checkpoint; is it a language model?")
     vocab = Vocab.from_dict(ckpt.files["vocab"])

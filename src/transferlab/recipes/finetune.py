@@ -374,7 +374,7 @@ def adapter_files(cfg: FinetuneConfig, model, b: bb.Backbone) -> dict:
     if Path(base).expanduser().exists():
         base = str(Path(base).expanduser().resolve())
     last = Path(cfg.out) / "last"
-    if has_checkpoint(last) and "adapters" in (held := load_checkpoint(last).files):
+    if has_checkpoint(last) and "adapters" in (held := load_checkpoint(last, json_only=True).files):
         check_base(model.encoder, held["adapters"], str(last))
     return {"adapters": model.encoder.describe(base)}
 

@@ -80,7 +80,7 @@ def load_generator(model: str, device: str = "auto") -> TextGenerator:
 
 
 def _ours(path: Path, device: torch.device) -> TextGenerator:
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "transformer" not in ckpt.config or "tokenizer" not in ckpt.files:
         raise ValueError(f"{path}: not a `transferlab pretrain clm` checkpoint (no transformer config and tokenizer)")
     cfg = from_dict(TransformerConfig, ckpt.config["transformer"], "transformer.")

@@ -87,7 +87,7 @@ def load_bilm(path: str | Path) -> BiLM:
     from transferlab.config import from_dict
     from transferlab.text.vocab import Vocab
 
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     vocab = Vocab.from_dict(ckpt.files["vocab"])
     model = BiLM(ELMo(from_dict(ELMoConfig, ckpt.config["elmo"], "elmo."), vocab.itos), len(vocab))
     load_weights(model, path)

@@ -147,7 +147,7 @@ def is_context2vec(path: str | Path) -> bool:
 
 def load_context2vec(path: str | Path) -> Context2VecVectors:
     """A ``pretrain context2vec`` checkpoint folder -> its encoder (weights loaded), vocabulary and tokenizer."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files or "context2vec" not in ckpt.config:
         raise ValueError(f"{path}: not a `transferlab pretrain context2vec` checkpoint (no context2vec config and "
                          f"vocabulary)")

@@ -87,7 +87,7 @@ class PretrainGenSenConfig:
 def load_gensen(path: str | Path) -> tuple[GenSen, Vocab, SubwordTokenizer]:
     """A ``pretrain gensen`` checkpoint -> the whole model (every head), the word vocabulary and the
     German tokenizer."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files or "mt_tokenizer" not in ckpt.files or "sentence_rnn" not in ckpt.config:
         raise ValueError(f"{path}: not a `transferlab pretrain gensen` checkpoint (no sentence_rnn config, "
                          f"vocab.json and mt_tokenizer.json)")
@@ -102,7 +102,7 @@ def load_gensen(path: str | Path) -> tuple[GenSen, Vocab, SubwordTokenizer]:
 def _german(cfg: PretrainGenSenConfig, train_pairs: list[tuple[str, str]], out: Path) -> SubwordTokenizer:
     """The German tokenizer: a resumed run's own, else trained on the training side (as pretrain mt)."""
     if cfg.resume and has_checkpoint(out / "last"):
-        return SubwordTokenizer.from_dict(load_checkpoint(out / "last").files["mt_tokenizer"])
+        return SubwordTokenizer.from_dict(load_checkpoint(out / "last", json_only=True).files["mt_tokenizer"])
     return train_tokenizer((t for _, t in train_pairs), "bpe", cfg.mt.tgt_vocab_size, min_freq=2, lower=False)
 
 

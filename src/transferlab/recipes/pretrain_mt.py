@@ -100,7 +100,7 @@ def load_translator(path: str | Path) -> Translator:
     path = Path(path)
     if not has_checkpoint(path) and has_checkpoint(path / "best"):
         path = path / "best"
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     if "cove" not in ckpt.config or "vocab" not in ckpt.files or "tokenizer" not in ckpt.files:
         raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config, vocab.json and "
                          f"tokenizer.json)")
@@ -118,7 +118,7 @@ def _vocabularies(cfg: PretrainMTConfig, train_pairs: list[tuple[str, str]], wv,
                   ) -> tuple[Vocab, SubwordTokenizer]:
     """The English vocabulary and the German tokenizer: a resumed run's own, else built on the training side."""
     if cfg.resume and has_checkpoint(out / "last"):
-        files = load_checkpoint(out / "last").files
+        files = load_checkpoint(out / "last", json_only=True).files
         return Vocab.from_dict(files["vocab"]), SubwordTokenizer.from_dict(files["tokenizer"])
     tok = tokenizer(cfg.text)
     vocab = source_vocab((tok(s) for s, _ in train_pairs), lambda w: w in wv or w.lower() in wv,

@@ -76,7 +76,7 @@ class PretrainTransformerConfig:
 def tokenizer_and_encoder(cfg: PretrainTransformerConfig) -> tuple[SubwordTokenizer, Transformer]:
     last = Path(cfg.out) / "last"
     if cfg.resume and has_checkpoint(last):  # the run's own tokenizer and shape; fit() restores the weights
-        saved = load_checkpoint(last)  # (check_run_folder said from which step)
+        saved = load_checkpoint(last, json_only=True)  # (check_run_folder said from which step)
         tcfg = from_dict(TransformerConfig, saved.config["transformer"])
         return SubwordTokenizer.from_dict(saved.files["tokenizer"]), Transformer(tcfg)
     if cfg.init:

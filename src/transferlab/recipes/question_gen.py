@@ -218,7 +218,7 @@ def load_question_generator(path: str | Path) -> QuestionGenerator:
     path = Path(path)
     if not has_checkpoint(path) and has_checkpoint(path / "best"):
         path = path / "best"
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     c = ckpt.config
     if "seq2seq" not in c or "vocab" not in ckpt.files:
         raise ValueError(f"{path}: not a `transferlab qg` checkpoint (no seq2seq config and vocab.json)")
@@ -236,7 +236,7 @@ def build_model(cfg: QuestionGenConfig, train: list[QGExample], out: Path) -> tu
     drop = {k: getattr(cfg.awd_lstm, k) for k in ("embed_p", "input_p", "hidden_p", "weight_p", "output_p")}
     if cfg.pretrained:
         lm, vocab = load_lm(cfg.pretrained)
-        text = from_dict(TextConfig, load_checkpoint(cfg.pretrained).config.get("text", {}), "text.")
+        text = from_dict(TextConfig, load_checkpoint(cfg.pretrained, json_only=True).config.get("text", {}), "text.")
         awd = dataclasses.replace(lm.encoder.cfg, **drop)
         model = LMSeq2Seq(awd, cfg.seq2seq)
         if cfg.init == "lm":
@@ -246,7 +246,7 @@ def build_model(cfg: QuestionGenConfig, train: list[QGExample], out: Path) -> tu
     else:
         text = cfg.text
         if cfg.resume and has_checkpoint(out / "last"):
-            vocab = Vocab.from_dict(load_checkpoint(out / "last").files["vocab"])
+            vocab = Vocab.from_dict(load_checkpoint(out / "last", json_only=True).files["vocab"])
         else:
             tok = tokenizer(text)
             vocab = Vocab.build((tok(s) for ex in train for s in (ex.sentence, ex.question)),

@@ -102,7 +102,7 @@ def load_task_model(path: str | Path) -> TaskPredictor:
 
     A model of ``--adapt=adapters`` keeps only its adapters, layer norms and head: its base model
     is loaded again by name and must have the weights it was trained on (their sha256)."""
-    ckpt = load_checkpoint(path)
+    ckpt = load_checkpoint(path, json_only=True)
     missing = [n for n in ("labels", "encoder", "task") if n not in ckpt.files]
     if missing:
         raise ValueError(f"{path}: not a finetune checkpoint (no {', '.join(m + '.json' for m in missing)})")
@@ -153,7 +153,7 @@ def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterab
         return bb.static_backbone(load_vectors(spec), text)
     path = Path(spec).expanduser()
     if path.is_dir() and has_checkpoint(path) and not bb.is_hf_folder(path):
-        ckpt = load_checkpoint(path)
+        ckpt = load_checkpoint(path, json_only=True)
         if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
             return load_task_model(path).backbone
         return bb.pretrained_backbone(path, text, max_len)
