@@ -13,6 +13,8 @@ from transferlab.pretrain.mt import MTLoss, Parallel, ParallelBatches
 from transferlab.tasks.generate import greedy_decode
 from transferlab.vectors.keyed import WordVectors
 
+from helpers import overfit
+
 WORDS = ["<pad>", "<unk>", "<bos>", "<eos>", "the", "file", "open", "save", "close", "window", "new", "all"]
 PAD, BOS, EOS = 0, 1, 2  # target specials in these tests
 ENC = CoVeConfig(vectors="unused", vocab_size=len(WORDS), embed_dim=6, hidden_dim=8, n_layers=2, dropout=0.0)
@@ -91,14 +93,9 @@ def test_overfits_a_tiny_parallel_batch():
     data = Parallel(src=[[4, 5], [6, 5, 11], [7, 9, 10], [8, 9]],
                     tgt=[[3, 4, 5], [6, 7], [8, 9, 10, 11], [12, 3]])
     batch = next(iter(ParallelBatches(data, 4, src_pad=0, tgt_pad=PAD, bos=BOS, eos=EOS, shuffle=False)))
-    opt = torch.optim.Adam(m.parameters(), lr=0.03)
     loss_fn = MTLoss()
-    for _ in range(80):
-        opt.zero_grad()
-        loss = loss_fn(m, batch)
-        loss.backward()
-        opt.step()
-    assert float(loss.detach()) < 0.05
+    _, last = overfit(m, lambda: loss_fn(m, batch), 80, lr=0.03)
+    assert last < 0.05
     m.eval()
     src, mask = batch["ids"], batch["mask"]
     got = greedy_decode(m, src, mask, BOS, EOS, max_len=8)

@@ -7,6 +7,8 @@ import torch
 from transferlab.encoders.fasttext import FastTextConfig, FastTextEncoder, ngram_buckets
 from transferlab.tasks.classify import LinearHead, TaskModel, classify_loss
 
+from helpers import overfit
+
 
 def test_ngram_hash_is_fasttexts_and_skips_padding():
     ids = torch.tensor([[5, 7, 9, 0]])
@@ -39,11 +41,7 @@ def test_bigrams_tell_apart_what_words_cannot():
     for ngrams, learnable in ((1, False), (2, True)):
         model = TaskModel(FastTextEncoder(FastTextConfig(vocab_size=4, dim=8, ngrams=ngrams, buckets=101, pad_id=0)),
                           LinearHead(8, 2, "mean", 0.0, pooler=False))
-        opt = torch.optim.Adam(model.parameters(), lr=0.05)
-        for _ in range(150):
-            opt.zero_grad()
-            classify_loss(model, batch).backward()
-            opt.step()
+        overfit(model, lambda: classify_loss(model, batch), 150, lr=0.05)
         acc = (model(batch).argmax(-1) == labels).float().mean().item()
         assert (acc == 1.0) == learnable, (ngrams, acc)
 

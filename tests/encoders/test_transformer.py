@@ -12,6 +12,8 @@ import torch
 from transferlab.data import catalog
 from transferlab.encoders.transformer import Transformer, TransformerConfig, bert_state_dict, gpt2_state_dict
 
+from helpers import overfit
+
 transformers = pytest.importorskip("transformers")
 
 
@@ -123,14 +125,13 @@ def test_errors_name_the_problem():
 def test_overfits_one_batch():
     model = tiny(causal=True, norm="pre", embed_norm=False, type_vocab_size=0).train()
     ids = torch.randint(0, 50, (4, 12))
-    opt = torch.optim.Adam(model.parameters(), 3e-3)
-    for _ in range(150):
+
+    def next_token_loss():
         logits = model(ids[:, :-1]).hidden @ model.embedding.weight.t()
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 50), ids[:, 1:].reshape(-1))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.1
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, 50), ids[:, 1:].reshape(-1))
+
+    _, last = overfit(model, next_token_loss, 150, lr=3e-3)
+    assert last < 0.1
 
 
 def test_registered():

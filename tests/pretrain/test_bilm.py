@@ -9,6 +9,8 @@ from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.pretrain.bilm import BiLM, BiLMLoss, bilm_perplexity
 from transferlab.pretrain.lm import LMStream
 
+from helpers import overfit
+
 WORDS = ["<pad>", "<unk>", "<bos>", "<eos>"] + [f"w{i}" for i in range(20)]
 CFG = ELMoConfig(max_chars=8, char_dim=4, filters=((1, 4), (2, 4)), n_highway=1, dim=8, hidden_dim=16,
                  n_layers=2, dropout=0.0)
@@ -35,13 +37,8 @@ def test_each_direction_sees_only_its_side():
 def test_both_directions_learn_one_batch():
     model = _bilm().train()
     batch = next(iter(LMStream(torch.randint(4, len(WORDS), (200,)), 4, 10, variable=False)))
-    opt = torch.optim.Adam(model.parameters(), lr=2e-2)
     loss_fn = BiLMLoss()
-    first = loss_fn(model, batch).item()
-    for _ in range(150):
-        opt.zero_grad()
-        loss_fn(model, batch).backward()
-        opt.step()
+    first, _ = overfit(model, lambda: loss_fn(model, batch), 150, lr=2e-2)
     fwd, bwd = bilm_perplexity(model, [batch])
     assert first > 2.5 and fwd < 1.5 and bwd < 1.5
 

@@ -21,6 +21,8 @@ from transferlab import IGNORE_INDEX
 from transferlab.pretrain import lm
 from transferlab.text.vocab import Vocab
 
+from helpers import overfit
+
 V = 99
 
 
@@ -35,17 +37,14 @@ def test_overfits_one_batch():
     data = torch.randint(4, V, (2, 17))
     batch = {"ids": data[:, :-1], "labels": data[:, 1:]}
     loss_fn = LMLoss()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
-    losses = []
-    for _ in range(100):
+
+    def window_loss():
         loss_fn.reset()  # the same window every step: start from a zero state each time
-        loss = loss_fn(model, batch)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    assert losses[0] == pytest.approx(math.log(V), rel=0.1)
-    assert losses[-1] < 0.35 * losses[0]  # about 0.2 x in practice
+        return loss_fn(model, batch)
+
+    first, last = overfit(model, window_loss, 100, lr=3e-2)
+    assert first == pytest.approx(math.log(V), rel=0.1)
+    assert last < 0.35 * first  # about 0.2 x in practice
 
 
 @pytest.mark.parametrize("variable", [False, True])

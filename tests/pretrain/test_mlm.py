@@ -9,6 +9,8 @@ from transferlab import IGNORE_INDEX
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.pretrain.mlm import MaskedLM, mask_tokens, mlm_loss, nsp_pairs
 
+from helpers import overfit
+
 MASK, V = 3, 1000
 
 
@@ -83,13 +85,8 @@ def test_mlm_and_nsp_overfit_one_batch():
     inputs, labels = mask_tokens(ids, special, MASK, 60, p=0.3, generator=g)
     batch = {"ids": inputs, "mask": torch.ones_like(ids, dtype=torch.bool), "type_ids": torch.zeros_like(ids),
              "labels": labels, "nsp_labels": torch.tensor([0, 1] * 4)}
-    opt = torch.optim.Adam(model.parameters(), 3e-3)
-    for _ in range(200):
-        loss = mlm_loss(model, batch)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.05
+    _, last = overfit(model, lambda: mlm_loss(model, batch), 200, lr=3e-3)
+    assert last < 0.05
 
 
 def test_vocabulary_size_mismatch_is_refused_with_both_sizes():

@@ -13,6 +13,8 @@ from transferlab.pretrain.context2vec import (NegativeSampling, SentenceBatches,
                                               noise_distribution, sentence_spans, unigram_counts)
 from transferlab.pretrain.lm import TokenFile
 
+from helpers import overfit
+
 V = 24
 CFG = Context2VecConfig(vocab_size=V, word_dim=8, hidden_dim=16, mlp_dim=32, dim=16)
 SPECIAL = (0, 2, 3)  # <pad>, <bos>, <eos>: never noise
@@ -54,11 +56,7 @@ def test_one_batch_is_learned_until_each_target_is_its_contexts_top_filler():
     batch = {"ids": torch.randint(4, V, (4, 7), generator=g), "mask": torch.ones(4, 7, dtype=torch.bool)}
     batch["mask"][2, 5:] = False  # a shorter sentence: its padding is no target
     before = context2vec_scores(model, [batch])
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(150):
-        opt.zero_grad()
-        context2vec_loss(model, batch).backward()
-        opt.step()
+    overfit(model, lambda: context2vec_loss(model, batch), 150, lr=1e-2)
     after = context2vec_scores(model, [batch])
     assert model.training  # scoring put it back in training mode
     # the loss keeps a floor (a sentence's own words are drawn as noise too), the ranking does not

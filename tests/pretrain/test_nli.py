@@ -12,6 +12,8 @@ from transferlab.encoders.sentence_rnn import SentenceRNN, SentenceRNNConfig
 from transferlab.pretrain.nli import InferSent, NLIConfig, nli_loss, nli_scores, pair_features
 from transferlab.pretrain.paraphrase import PairBatches
 
+from helpers import overfit
+
 
 def _model(n_classes: int = 3, hidden_dim: int = 16) -> InferSent:
     torch.manual_seed(0)
@@ -50,14 +52,8 @@ def test_overfits_one_batch():
     b = [[int(t) for t in torch.randint(4, 40, (int(n),))] for n in torch.randint(2, 7, (12,))]
     labels = [i % 3 for i in range(12)]
     batch = next(iter(PairBatches(a, b, 12, labels=labels, shuffle=False)))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    first = nli_loss(model, batch).item()
-    for _ in range(150):
-        loss = nli_loss(model, batch)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.05 < first
+    first, last = overfit(model, lambda: nli_loss(model, batch), 150, lr=1e-2)
+    assert last < 0.05 < first
     scores = nli_scores(model, [batch])
     assert scores["accuracy"] == 1.0 and scores["loss"] < 0.05
     assert model.training  # nli_scores puts the mode back

@@ -12,6 +12,8 @@ import torch
 from transferlab.encoders.sentence_rnn import SentenceRNN, SentenceRNNConfig
 from transferlab.pretrain.quick_thought import QuickThought, context_targets, quick_thought_loss, quick_thought_scores
 
+from helpers import overfit
+
 V = 40
 
 
@@ -64,11 +66,7 @@ def test_a_batch_with_no_context_has_zero_loss_not_nan():
 def test_overfits_one_batch_until_every_next_sentence_is_picked():
     model, batch = _model(), _batch([0] * 8 + [1] * 4, seed=1)
     before = quick_thought_scores(model, [batch])
-    opt = torch.optim.Adam(model.parameters(), lr=3e-2)
-    for _ in range(60):
-        opt.zero_grad()
-        quick_thought_loss(model, batch).backward()
-        opt.step()
+    overfit(model, lambda: quick_thought_loss(model, batch), 60, lr=3e-2)
     after = quick_thought_scores(model, [batch])
     assert before["next_acc"] < 1.0 and after["next_acc"] == 1.0 and after["context_acc"] == 1.0
     # two true contexts share the probability: a loss near log 2 for inner sentences, near 0 at a document's ends

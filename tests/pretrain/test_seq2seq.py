@@ -16,6 +16,8 @@ from transferlab.pretrain.mt import Parallel
 from transferlab.pretrain.seq2seq import LMSeq2Seq, Seq2SeqConfig, Seq2SeqLoss, init_from_lm
 from transferlab.tasks.generate import beam_search, greedy_decode
 
+from helpers import overfit
+
 V = 99
 NO_DROPOUT = dict(embed_p=0.0, input_p=0.0, hidden_p=0.0, weight_p=0.0, output_p=0.0)
 
@@ -136,14 +138,9 @@ def test_overfits_squad_questions(shared_data):
     torch.manual_seed(0)
     model = LMSeq2Seq(awd(vocab_size=len(vocab), dim=32, hidden_dim=48))
     b = next(iter(batches(data, vocab, 8, shuffle=False)))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     loss = Seq2SeqLoss()
-    for _ in range(300):
-        opt.zero_grad()
-        value = loss(model, b)
-        value.backward()
-        opt.step()
-    assert float(value.detach()) < 0.05
+    _, last = overfit(model, lambda: loss(model, b), 300, lr=1e-2)
+    assert last < 0.05
     model.eval()
     want = [data.tgt[i] for i in b["index"].tolist()]
     assert greedy_decode(model, b["ids"], b["mask"], vocab.eos_id, vocab.eos_id, 40) == want

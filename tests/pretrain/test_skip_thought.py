@@ -14,6 +14,8 @@ from transferlab.encoders.sentence_rnn import SentenceRNN, SentenceRNNConfig
 from transferlab.pretrain.sentences import decoder_rows
 from transferlab.pretrain.skip_thought import SkipThought, SkipThoughtConfig, skip_thought_loss, skip_thought_perplexity
 
+from helpers import overfit
+
 V, PAD, BOS, EOS = 30, 0, 2, 3
 
 
@@ -102,13 +104,7 @@ def test_decoders_share_the_encoders_embeddings_and_one_vocabulary_matrix():
 
 def test_overfits_one_batch():
     model, batch = _model(), _batch(B=3)
-    opt = torch.optim.Adam(model.parameters(), lr=5e-2)
-    with torch.no_grad():
-        first = float(skip_thought_loss(model, batch))
-    for _ in range(80):
-        opt.zero_grad()
-        skip_thought_loss(model, batch).backward()
-        opt.step()
+    first, _ = overfit(model, lambda: skip_thought_loss(model, batch), 80, lr=5e-2)
     assert first > 2 * math.log(V) - 1.5
     scores = skip_thought_perplexity(model, [batch])
     assert scores["ppl"] < 1.1 and scores["prev_ppl"] < 1.1 and scores["next_ppl"] < 1.1

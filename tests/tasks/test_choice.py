@@ -5,6 +5,8 @@ from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.tasks.choice import ChoiceModel, choice_loss
 from transferlab.text.framing import Framing
 
+from helpers import overfit
+
 
 def test_options_are_scored_and_softmaxed_per_question_and_it_learns():
     torch.manual_seed(0)
@@ -25,12 +27,6 @@ def test_options_are_scored_and_softmaxed_per_question_and_it_learns():
     model = ChoiceModel(enc, n_options=3, dropout=0.0)
     logits = model(batch)
     assert logits.shape == (8, 3)
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    first = choice_loss(model, batch).item()
-    for _ in range(80):
-        opt.zero_grad()
-        loss = choice_loss(model, batch)
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.1 * first
+    first, last = overfit(model, lambda: choice_loss(model, batch), 80, lr=3e-3)
+    assert last < 0.1 * first
     assert model(batch).argmax(-1).tolist() == labels

@@ -2,6 +2,8 @@ import torch
 
 from transferlab.tasks.classify import ClassifierHeadConfig, PoolingClassifier, TaskModel, classify_loss, pool
 
+from helpers import overfit
+
 
 def test_concat_pooling_reads_only_real_tokens():
     hidden = torch.tensor([[[1.0], [5.0], [100.0]], [[2.0], [-3.0], [4.0]]])  # (B=2,T=3,D=1)
@@ -15,11 +17,5 @@ def test_head_overfits_one_batch(bag_encoder):
     model = TaskModel(bag_encoder(20, 8), PoolingClassifier(8, 3, ClassifierHeadConfig(input_p=0.0, hidden_p=0.0)))
     batch = {"ids": torch.randint(1, 20, (12, 5)), "mask": torch.ones(12, 5, dtype=torch.bool),
              "labels": torch.arange(12) % 3}
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-    first = classify_loss(model, batch).item()
-    for _ in range(150):
-        opt.zero_grad()
-        loss = classify_loss(model, batch)
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.05 * first
+    first, last = overfit(model, lambda: classify_loss(model, batch), 150, lr=1e-2)
+    assert last < 0.05 * first

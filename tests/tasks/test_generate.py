@@ -17,6 +17,8 @@ from transferlab.tasks.generate import (GenerateConfig, HFCausalLM, LMGenerateCo
                                         beam_search, continue_prompts, generate, greedy_decode, next_token,
                                         sample_decode, top_k_filter, top_p_filter)
 
+from helpers import overfit
+
 BOS, EOS, A, B, C = 0, 1, 2, 3, 4
 
 
@@ -70,11 +72,7 @@ def _cove_mt(steps: int = 0) -> CoVeMT:
     data = Parallel([torch.randint(4, 20, (n % 5 + 1,)).tolist() for n in range(8)],
                     [torch.randint(2, 15, (n + 1,)).tolist() for n in range(8)])
     batch = next(iter(ParallelBatches(data, 8, src_pad=0, tgt_pad=0, bos=BOS, eos=EOS)))
-    opt = torch.optim.Adam(m.parameters(), lr=0.03)
-    for _ in range(steps):
-        opt.zero_grad()
-        MTLoss()(m, batch).backward()
-        opt.step()
+    overfit(m, lambda: MTLoss()(m, batch), steps, lr=0.03)
     return m.eval()
 
 

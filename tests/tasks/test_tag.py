@@ -2,6 +2,8 @@ import torch
 from transferlab.tasks.classify import TaskModel
 from transferlab.tasks.tag import IGNORE_INDEX, TokenTagger, position_labels, predict_tags, tag_loss
 
+from helpers import overfit
+
 
 def test_position_labels_ignore_non_first_pieces():
     assert position_labels(5, [1, 3], [7, 8]) == [IGNORE_INDEX, 7, IGNORE_INDEX, 8, IGNORE_INDEX]
@@ -27,11 +29,7 @@ def test_overfits_and_maps_predictions_back_to_words(bag_encoder):
     tags = [[i % 3 for i in range(len(p))] for p in positions]
     labels = torch.tensor([position_labels(5, p, t) for p, t in zip(positions, tags)])
     batch = {"ids": ids, "mask": torch.ones(4, 5, dtype=torch.bool), "labels": labels}
-    opt = torch.optim.Adam(model.parameters(), lr=0.05)
-    for _ in range(100):
-        opt.zero_grad()
-        tag_loss(model, batch).backward()
-        opt.step()
+    overfit(model, lambda: tag_loss(model, batch), 100, lr=0.05)
     order = [2, 0, 3, 1]  # a length-sorted batch: rows in another order than the examples
     batches = [{"ids": ids[order], "mask": batch["mask"], "index": torch.tensor(order)}]
     n_words = [3, 3, 1, 5]  # example 1 had a word cut by truncation: it gets the fallback
