@@ -3,7 +3,8 @@ from typing import Literal
 
 import pytest
 
-from transferlab.config import ConfigError, apply_overrides, from_dict, load_config, parse_override, to_dict
+from transferlab.config import (ConfigError, apply_overrides, check_at_least, from_dict, load_config, parse_override,
+                                to_dict)
 
 
 @dataclass(frozen=True)
@@ -140,3 +141,17 @@ def test_budget_presets_load_and_the_longer_budget_only_trains_longer(budget):
         for d in (mine, one):
             d["train"].pop("steps"), d["train"].pop("eval_every")
         assert mine == one
+
+
+def test_check_at_least_names_the_first_flag_out_of_range():
+    @dataclass
+    class Data:
+        batch_size: int = 8
+        min_freq: int = 0
+        train_size: int = -1
+
+    check_at_least(Data(), "data", 0, ("batch_size", "min_freq"))
+    with pytest.raises(ConfigError, match=r"^data\.min_freq must be >= 1, got 0$"):
+        check_at_least(Data(), "data", 1, ("batch_size", "min_freq", "train_size"))
+    with pytest.raises(ConfigError, match=r"^data\.train_size must be >= 0 \(0 = all\), got -1$"):
+        check_at_least(Data(), "data", 0, ("train_size",), "0 = all")

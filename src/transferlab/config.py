@@ -26,6 +26,17 @@ class ConfigError(ValueError):
     """A config value or key that cannot be used; the message names the flag."""
 
 
+def check_at_least(cfg: Any, section: str, low: float, names: tuple[str, ...], note: str = "") -> None:
+    """A ConfigError naming ``section.NAME`` for the first of ``names`` whose value on ``cfg`` is
+    below ``low``: what a config dataclass's ``__post_init__`` says of a size or count out of range
+    (``note``, such as ``"0 = all"``, is put after the bound)."""
+    for name in names:
+        value = getattr(cfg, name)
+        if value < low:
+            flag = f"{section}.{name}" if section else name
+            raise ConfigError(f"{flag} must be >= {low}{f' ({note})' if note else ''}, got {value}")
+
+
 def to_dict(cfg: Any) -> dict:
     """A config dataclass as plain JSON-able data (tuples become lists)."""
     return json.loads(json.dumps(dataclasses.asdict(cfg)))

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from transferlab.checkpoint import check_run_folder, load_weights
-from transferlab.config import ConfigError, to_dict, write_json
+from transferlab.config import ConfigError, check_at_least, to_dict, write_json
 from transferlab.data import catalog, loaders
 from transferlab.data.entries import CatalogEntry
 from transferlab.data.examples import PairExample
@@ -82,12 +82,8 @@ class NLIDataConfig:
     def __post_init__(self):
         if self.corpus.strip().lower().replace("-", "_") not in CORPORA:
             raise ConfigError(f"data.corpus must be one of {', '.join(CORPORA)}, got {self.corpus!r}")
-        for name in ("min_freq", "batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"data.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("train_size", "eval_size", "vectors_words"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"data.{name} must be >= 0 (0 = all / none), got {getattr(self, name)}")
+        check_at_least(self, "data", 1, ("min_freq", "batch_size", "eval_batch_size"))
+        check_at_least(self, "data", 0, ("train_size", "eval_size", "vectors_words"), "0 = all / none")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from transferlab.checkpoint import check_run_folder
-from transferlab.config import ConfigError, to_dict, write_json
+from transferlab.config import ConfigError, check_at_least, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.examples import PairExample
 from transferlab.data.tasks import nested_subset
@@ -56,12 +56,8 @@ class ParaphraseDataConfig:
     eval_batch_size: int = 256
 
     def __post_init__(self):
-        for name in ("min_freq", "batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"data.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("train_size", "eval_size", "vectors_words"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"data.{name} must be >= 0 (0 = all / none), got {getattr(self, name)}")
+        check_at_least(self, "data", 1, ("min_freq", "batch_size", "eval_batch_size"))
+        check_at_least(self, "data", 0, ("train_size", "eval_size", "vectors_words"), "0 = all / none")
         if self.batch_size < 2:
             raise ConfigError("data.batch_size must be >= 2: the negatives are the batch's other pairs")
 

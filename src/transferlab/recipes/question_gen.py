@@ -39,7 +39,7 @@ from typing import Literal
 import torch
 
 from transferlab.checkpoint import check_run_folder, has_checkpoint, load_checkpoint, load_weights
-from transferlab.config import ConfigError, from_dict, to_dict, write_json
+from transferlab.config import ConfigError, check_at_least, from_dict, to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.examples import QAExample
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
@@ -70,9 +70,7 @@ class QGDataConfig:
     def __post_init__(self):
         if not 0.0 < self.valid_frac < 1.0:
             raise ConfigError(f"data.valid_frac must be in (0, 1), got {self.valid_frac}")
-        for name in ("max_len", "min_freq", "max_vocab", "batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"data.{name} must be >= 1, got {getattr(self, name)}")
+        check_at_least(self, "data", 1, ("max_len", "min_freq", "max_vocab", "batch_size", "eval_batch_size"))
         if self.train_size < 0 or self.eval_size < 0:
             raise ConfigError("data.train_size (--train-size) and data.eval_size must be >= 0 (0 = all)")
 

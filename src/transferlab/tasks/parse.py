@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transferlab import IGNORE_INDEX
+from transferlab.config import check_at_least
 from transferlab.data.errors import DataError
 from transferlab.data.examples import ParsedSentence
 from transferlab.devices import to_device
@@ -53,9 +54,7 @@ class ParserConfig:
     one_root: bool = True  # decode trees with exactly one word attached to the root (UD's rule)
 
     def __post_init__(self):
-        for name in ("arc_dim", "rel_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"parser.{name} must be >= 1, got {getattr(self, name)}")
+        check_at_least(self, "parser", 1, ("arc_dim", "rel_dim"))
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"parser.dropout must be in [0, 1), got {self.dropout}")
 

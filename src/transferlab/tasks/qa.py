@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transferlab.config import from_dict
+from transferlab.config import check_at_least, from_dict
 from transferlab.data.batching import Batches
 from transferlab.data.examples import QAExample
 from transferlab.devices import to_device
@@ -51,11 +51,8 @@ class QAConfig:
     n_best: int = 20  # start and end candidates per window
 
     def __post_init__(self):
-        for name in ("max_len", "max_query_len", "max_answer_len", "n_best"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"qa.{name} must be >= 1, got {getattr(self, name)}")
-        if self.stride < 0:
-            raise ValueError(f"qa.stride must be >= 0, got {self.stride}")
+        check_at_least(self, "qa", 1, ("max_len", "max_query_len", "max_answer_len", "n_best"))
+        check_at_least(self, "qa", 0, ("stride",))
 
 
 # --- question + context -> windows ---------------------------------------------------------------

@@ -22,6 +22,7 @@ from typing import Literal
 
 from tqdm import tqdm
 
+from transferlab.config import check_at_least
 from transferlab.vectors.corpus import TokenFile
 from transferlab.vectors.keyed import WordVectors
 
@@ -44,12 +45,8 @@ class Word2VecConfig:
     seed: int = 1
 
     def __post_init__(self):
-        for name in ("dim", "window", "min_count", "epochs", "negative"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{self._prefix()}.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("max_vocab", "workers"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{self._prefix()}.{name} must be >= 0, got {getattr(self, name)}")
+        check_at_least(self, self._prefix(), 1, ("dim", "window", "min_count", "epochs", "negative"))
+        check_at_least(self, self._prefix(), 0, ("max_vocab", "workers"))
         if not 0 < self.lr or not 0 <= self.min_lr <= self.lr:
             raise ValueError(f"{self._prefix()}.lr must be > 0 and min_lr in [0, lr], got {self.lr}, {self.min_lr}")
         if self.sample < 0:
