@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from transferlab.checkpoint import check_run_folder
-from transferlab.config import ConfigError, to_dict, write_json
+from transferlab.config import check_at_least, to_dict, write_json
 from transferlab.encoders.elmo import ELMo, ELMoConfig
 from transferlab.log import log
 from transferlab.pretrain.bilm import BiLM, BiLMLoss, bilm_perplexity
@@ -33,8 +33,7 @@ class BiLMObjectiveConfig:
     samples: int = 0  # > 0: sampled softmax with this many draws in training (0 = full softmax)
 
     def __post_init__(self):
-        if self.samples < 0:
-            raise ConfigError(f"bilm.samples must be >= 0 (0 = full softmax), got {self.samples}")
+        check_at_least(self, "bilm", 0, ("samples",), "0 = full softmax")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from transferlab.checkpoint import check_run_folder
-from transferlab.config import ConfigError, to_dict, write_json
+from transferlab.config import check_at_least, to_dict, write_json
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
 from transferlab.log import log
 from transferlab.pretrain.corpus import LMDataConfig, encode_lm_corpus, eval_stream
@@ -30,8 +30,7 @@ class LMObjectiveConfig:
     samples: int = 0  # > 0: sampled softmax with this many draws in training (0 = full softmax)
 
     def __post_init__(self):
-        if self.samples < 0:
-            raise ConfigError(f"lm.samples must be >= 0 (0 = full softmax), got {self.samples}")
+        check_at_least(self, "lm", 0, ("samples",), "0 = full softmax")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from transferlab.checkpoint import check_run_folder
-from transferlab.config import ConfigError, to_dict, write_json
+from transferlab.config import ConfigError, check_at_least, to_dict, write_json
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig
 from transferlab.log import log
 from transferlab.pretrain.context2vec import SentenceBatches, sentence_spans
@@ -38,8 +38,7 @@ class SAObjectiveConfig:
     samples: int = 0  # > 0: sampled softmax with this many draws in training (0 = full softmax)
 
     def __post_init__(self):
-        if self.samples < 0:
-            raise ConfigError(f"sa.samples must be >= 0 (0 = full softmax), got {self.samples}")
+        check_at_least(self, "sa", 0, ("samples",), "0 = full softmax")
 
 
 @dataclass(frozen=True)
