@@ -38,6 +38,31 @@ def test_unseen_words_get_their_characters(elmo):
     assert len(out.layers) == 3 and out.hidden.shape == (1, 3, b.encoder.dim)
 
 
+def test_input_follows_the_biLMs_own_casing_whatever_the_run_says(elmo, tmp_path, capsys):
+    """ELMo pretrains on cased words (``text.lower=false``): a run's default ``--text.lower=true`` must
+    not lower-case its input, here, in a saved task model, in TagLM, or in a feature cache's key."""
+    best = elmo / "bilm" / "best"
+    b = bb.pretrained_backbone(best, TextConfig(), None)  # the run's default: lower=True
+    assert b.files["text"]["lower"] is False
+    cased, lower = b.texts(["The film"])[0], b.texts(["the film"])[0]
+    assert cased[0] != lower[0] and cased[1] == lower[1]  # "The" is a word of its own
+    assert bb.input_text(str(best), TextConfig()) == TextConfig(lower=False)
+    assert bb.input_text("glove-6b-50d", TextConfig()) == TextConfig()
+    taglm = bb.taglm_backbone(best, bb.TagLMConfig(), ["The film", "the film"], TextConfig(), None)
+    assert taglm.files["text"]["lower"] is False and taglm.texts(["The"])[0] != taglm.texts(["the"])[0]
+    rows = [("Good fun film", "pos"), ("a great movie", "pos"), ("Dull bad plot", "neg"), ("bad and dull", "neg")]
+    (tmp_path / "t.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows * 6))
+    assert cli.main(["finetune", "--train", str(tmp_path / "t.tsv"), "--text-col", "text", "--label-col", "label",
+                     "--pretrained", str(best), "--preset", "tiny", "--out", str(tmp_path / "clf"),
+                     "--train.epochs=1", "--train.progress=false"]) == 0
+    assert json.loads((tmp_path / "clf" / "last" / "text.json").read_text())["lower"] is False
+    from transferlab.tasks.loading import load_task_model
+
+    reloaded = load_task_model(tmp_path / "clf" / "last").backbone
+    assert reloaded.texts(["The film"]) == b.texts(["The film"])
+    assert bb.input_text(str(tmp_path / "clf" / "last"), TextConfig()) == TextConfig(lower=False)
+
+
 def test_finetune_predict_and_probe(elmo, tmp_path, capsys):
     rows = [("good fun film", "pos"), ("a great movie", "pos"), ("dull bad plot", "neg"), ("bad and dull", "neg")]
     (tmp_path / "t.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows * 6))

@@ -33,7 +33,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
 from transferlab.encoders.context2vec import Context2Vec, Context2VecConfig
@@ -101,7 +101,7 @@ def word_backbone(encoder: nn.Module, vocab: Vocab, text: TextConfig, max_len: i
     def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
         return encode([norm(w) for w in ws]), list(range(len(ws)))
 
-    files = {"vocab": vocab.to_dict(), "encoder": {"name": fam, "config": to_dict(encoder.cfg)}}
+    files = {"vocab": vocab.to_dict(), "encoder": {"name": fam, "config": to_dict(encoder.cfg)}, "text": to_dict(text)}
     causal = ENCODERS[fam].causal(files["encoder"], encoder)
     return Backbone(encoder, fam, Framing(delim=vocab.eos_id, max_len=max_len), vocab.pad_id,
                     texts, words, files, causal=causal, pretrained=pretrained)
@@ -209,6 +209,8 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int | None) ->
     """The backbone of a saved task model: its encoder's shape (weights loaded by the caller) and
     its tokenization."""
     data_max_len = data_max_len or None  # checkpoints written before max_len was int | None say 0
+    if "text" in files:  # the tokenization the backbone used (older checkpoints: the run's --text.*)
+        text = from_dict(TextConfig, files["text"], "text.")
     spec = files["encoder"]
     fam = ENCODERS[spec["name"]]
     encoder = fam.rebuild(spec, files)
@@ -239,7 +241,7 @@ def static_backbone(wv, text: TextConfig, trainable: bool = False, encoder=None,
     def words(ws: Sequence[str]) -> tuple[list[int], list[int]]:
         return lookup(vocab, ws), list(range(len(ws)))
 
-    files = {"vocab": vocab.to_dict(),
+    files = {"vocab": vocab.to_dict(), "text": to_dict(text),
              "encoder": {"name": "static", "config": {"dim": encoder.dim, "trainable": trainable}}}
     return Backbone(encoder, "static", Framing(max_len=None), vocab.pad_id, texts, words, files, pretrained=True)
 
@@ -314,6 +316,8 @@ def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable
     ``bilm_path`` inserted after its first RNN layer (none under ``use_lm=false``: the baseline
     tagger); ``word_dim`` follows ``--vectors``."""
     bilm = load_bilm(bilm_path)[0] if cfg.use_lm else None
+    if bilm is not None:  # the biLM reads the tagger's tokens: they follow its tokenization
+        text = trained_text(load_checkpoint(bilm_path, json_only=True).config, text, bilm_path)
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
     tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
                                word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg if bilm is not None else cfg.bilm)
@@ -332,9 +336,37 @@ def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, train
         raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config and vocabulary)")
     encoder = CoVe(from_dict(CoVeConfig, ckpt.config["cove"], "cove."))
     load_encoder_weights(encoder, path)
+    text = trained_text(ckpt.config, text, path)
     if not trainable:
         encoder.freeze()
     return word_backbone(encoder, Vocab.from_dict(ckpt.files["vocab"]), text, max_len, pretrained=True, fam="cove")
+
+
+def trained_text(config: dict, text: TextConfig, path: str | Path) -> TextConfig:
+    """The tokenization a word-level pretraining checkpoint was trained on (its config's ``text``:
+    ELMo's cased words, an AWD-LSTM's lower-cased ones), which its input must follow whatever the
+    run's ``--text.*`` say (said in the log when they differ); ``text`` where the checkpoint
+    records none."""
+    if "text" not in config:
+        return text
+    own = from_dict(TextConfig, config["text"], "text.")
+    if own != text:
+        log(f"{path}: input tokenized as the encoder was pretrained ({to_dict(own)}), not as --text.* says "
+            f"({to_dict(text)})")
+    return own
+
+
+def input_text(spec: str | Path, text: TextConfig) -> TextConfig:
+    """The tokenization :func:`~transferlab.tasks.loading.load_backbone` will give ``spec``'s input,
+    read without loading any weights (a feature cache's key): a pretraining checkpoint's own, else
+    ``text``."""
+    path = Path(spec).expanduser()
+    if not (path.is_dir() and has_checkpoint(path) and not is_hf_folder(path)):
+        return text
+    ckpt = load_checkpoint(path, json_only=True)
+    if "text" in ckpt.files:  # a finetune checkpoint: the tokenization its backbone used
+        return from_dict(TextConfig, ckpt.files["text"], "text.")
+    return from_dict(TextConfig, ckpt.config["text"], "text.") if "text" in ckpt.config else text
 
 
 def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, trainable: bool = False) -> Backbone:
@@ -343,6 +375,7 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, train
     ``pretrain bilm`` (ELMo), ``pretrain mt`` (CoVe, frozen unless ``trainable``) or ``pretrain
     context2vec`` (its context vectors; the negative-sampling table left out)."""
     ckpt = load_checkpoint(path, json_only=True)
+    text = trained_text(ckpt.config, text, path)
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax

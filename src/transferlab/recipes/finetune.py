@@ -260,10 +260,11 @@ def _ulmfit_backbone(cfg: FinetuneConfig, fam: str) -> bb.Backbone:
         raise ValueError(f"--pretrained applies to awd_lstm and transformer, not {cfg.encoder}; "
                          f"start a fasttext classifier from vectors with --vectors")
     lm, old_vocab = load_lm(cfg.pretrained)
-    lm, vocab = finetune_lm(lm, old_vocab, tokenizer(cfg.text), cfg.lm_finetune, cfg.ulmfit, cfg.data,
+    text = bb.trained_text(load_checkpoint(cfg.pretrained, json_only=True).config, cfg.text, cfg.pretrained)
+    lm, vocab = finetune_lm(lm, old_vocab, tokenizer(text), cfg.lm_finetune, cfg.ulmfit, cfg.data,
                             Path(cfg.lm_finetune.out or Path(cfg.out) / "lm"), to_dict(cfg))
     lm.encoder.set_dropouts(**{name: getattr(cfg.awd_lstm, name) for name in DROPOUTS})
-    b = bb.word_backbone(lm.encoder, vocab, cfg.text, cfg.data.max_len, pretrained=True)
+    b = bb.word_backbone(lm.encoder, vocab, text, cfg.data.max_len, pretrained=True)
     return dataclasses.replace(b, lm_head={"decoder.bias": lm.decoder.bias.detach()})  # kept for --aux_lm
 
 

@@ -107,6 +107,8 @@ def run(cfg: ProbeRunConfig) -> dict:
     scratch_text = lambda: (" ".join(s) for t in tasks for s in t.sentences["train"])  # noqa: E731
     b = load_backbone(cfg.encoder, cfg.text, scratch_text, cfg.scratch, seed=cfg.probe.seed)
     identity = encoder_identity(cfg.encoder)
+    if "text" in b.files:  # a word-level encoder: the tokenization its input got
+        identity += f"|{b.files['text']}"
     if b.family in buildable() and not b.pretrained:
         identity += f"|random:{cfg.probe.seed}|{to_dict(cfg.scratch)}"
     cache = Path(cfg.cache) if cfg.cache else catalog.cache_dir() / "features"

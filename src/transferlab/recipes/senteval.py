@@ -44,6 +44,7 @@ from transferlab.config import to_dict, write_json
 from transferlab.data import catalog
 from transferlab.data.examples import PairExample
 from transferlab.data.tasks import nested_subset
+from transferlab.encoders.backbone import input_text
 from transferlab.eval import metrics, senteval
 from transferlab.log import log
 from transferlab.tasks.loading import load_backbone
@@ -119,7 +120,7 @@ def run(cfg: SentEvalConfig) -> dict:
             loaded.append(load_backbone(cfg.encoder, cfg.text))
         return loaded[0]
 
-    identity = f"{encoder_identity(cfg.encoder)}|{to_dict(cfg.text)}"
+    identity = f"{encoder_identity(cfg.encoder)}|{to_dict(input_text(cfg.encoder, cfg.text))}"
     cache = Path(cfg.cache) if cfg.cache else catalog.cache_dir() / "senteval"
     results: dict = {"encoder": cfg.encoder, "pooling": cfg.pooling, "tasks": {}, "not_offline": list(NOT_OFFLINE)}
     for name in cfg.task_names():
