@@ -42,14 +42,15 @@ from transferlab.config import load_config  # noqa: E402
 TASKS = "upos,deprel,ner,chunk,length,word_content,bigram_shift"
 
 
-def pretrained(out: Path, mlm_steps: int) -> dict[str, str]:
+def pretrained(out: Path, mlm_steps: int, needed: set[str]) -> dict[str, str]:
+    """The encoders' names -> specs, pretraining those of ``needed`` that are ours and missing."""
     from transferlab.recipes import pretrain_lm, pretrain_transformer
 
     lm = out / "lm-ptb"
-    if not (lm / "results.json").exists():
+    if "awd_lstm" in needed and not (lm / "results.json").exists():
         pretrain_lm.run(load_config(pretrain_lm.PretrainLMConfig, "demo", [f'out="{lm}"'], kind="lm"))
     mlm = out / "mlm"
-    if not (mlm / "results.json").exists():
+    if "transformer" in needed and not (mlm / "results.json").exists():
         pretrain_transformer.run(load_config(pretrain_transformer.PretrainTransformerConfig, "small", [
             'objective="mlm"', 'data.corpus="sotu,shakespeare"', f"train.steps={mlm_steps}", f'out="{mlm}"'],
             kind="mlm"))
@@ -121,9 +122,7 @@ def main() -> None:
     parts = out / "sections.json"
     done = json.loads(parts.read_text()) if parts.exists() else {}
     names = args.encoders.split(",")
-    specs = pretrained(out, args.mlm_steps) if {"awd_lstm", "transformer"} & set(names) else \
-        {"minilm": "minilm-l6", "glove": "glove-6b-50d"}
-    specs["elmo"] = args.elmo
+    specs = pretrained(out, args.mlm_steps, set(names) - set(done)) | {"elmo": args.elmo}
     for name in names:
         if name not in done:
             done[name] = probe(name, specs[name], out)
