@@ -16,7 +16,11 @@ and McCann et al. 2017 that contextual beats static.
    - ``taglm``: the same with the frozen biLM's top layer after the first biGRU (Peters et al. 2017);
    - ``elmo``: our ELMo frozen, its layers mixed by a learned scalar mix under a softmax tag
      head (``--adapt=features``, Peters et al. 2018's feature use);
-   - ``cove``: ``[GloVe; CoVe]`` from the frozen MT-LSTM under the same kind of head.
+   - ``cove``: ``[GloVe; CoVe]`` from the frozen MT-LSTM under the same kind of head;
+   - ``elmo_tokens`` and ``cove_glove``: the static controls of those two rows, the same frozen
+     model and head reading layer 0 only (``--features_layers=[0]``): ELMo's character-CNN token
+     layer, and ``[GloVe; 0]``. A feature row minus its control is what context adds, the head
+     being a per-token softmax (no RNN over the features, no CRF): far below a tagger's F1.
 
 One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips what is there. Figures:
 ``METHOD_f1`` (mean over seeds) and ``METHOD_f1_sd``, with the model sizes and wall times.
@@ -42,6 +46,11 @@ METHODS = {
     "taglm": ['encoder="taglm"', 'pretrained="{bilm}"', 'vectors="glove-6b-50d"', "train.epochs=5"],
     "elmo": ['encoder="elmo"', 'pretrained="{bilm}"', 'adapt="features"', "train.epochs=5"],
     "cove": ['encoder="cove"', 'pretrained="{mt}"', 'adapt="features"', "train.epochs=5"],
+    # the static controls of the two feature rows: the same frozen model and head, layer 0 only
+    "elmo_tokens": ['encoder="elmo"', 'pretrained="{bilm}"', 'adapt="features"', "features_layers=[0]",
+                    "train.epochs=5"],
+    "cove_glove": ['encoder="cove"', 'pretrained="{mt}"', 'adapt="features"', "features_layers=[0]",
+                   "train.epochs=5"],
 }
 
 
@@ -70,9 +79,9 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
     models = {}
-    if {"taglm", "elmo"} & set(methods):
+    if {"taglm", "elmo", "elmo_tokens"} & set(methods):
         models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
-    if "cove" in methods:
+    if {"cove", "cove_glove"} & set(methods):
         models["mt"] = pretrained("mt", Path(args.mt), args.threads)
     log = out / "runs.jsonl"
     rows = finished_rows(log, "method", "seed")
@@ -96,7 +105,7 @@ def main() -> None:
         if f1:
             figures[f"{method}_f1"] = statistics.mean(f1)
             figures[f"{method}_f1_sd"] = statistics.stdev(f1) if len(f1) > 1 else 0.0
-            print(f"{method:<6} entity F1 {100 * figures[f'{method}_f1']:.1f} ({len(f1)} seeds)")
+            print(f"{method:<11} entity F1 {100 * figures[f'{method}_f1']:.1f} ({len(f1)} seeds)")
     write_result("contextual_ner", figures, pretrained=models, runs=sorted(rows.values(), key=lambda r: (r["method"],
                                                                                                      r["seed"])))
 
