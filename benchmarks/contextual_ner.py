@@ -14,6 +14,8 @@ and McCann et al. 2017 that contextual beats static.
    - ``glove``: the TagLM architecture without the biLM (``--encoder taglm --taglm.use_lm=false``):
      GloVe (glove-6b-50d) and a character CNN into two biGRU layers, the static-vector tagger;
    - ``taglm``: the same with the frozen biLM's top layer after the first biGRU (Peters et al. 2017);
+   - ``glove_elmo``: the same tagger with ELMo at its input instead (Peters et al. 2018: a learned
+     scalar mix of every biLM layer beside the word and character vectors, ``--taglm.lm_at=input``);
    - ``elmo``: our ELMo frozen, its layers mixed by a learned scalar mix under a softmax tag
      head (``--adapt=features``, Peters et al. 2018's feature use);
    - ``cove``: ``[GloVe; CoVe]`` from the frozen MT-LSTM under the same kind of head;
@@ -44,6 +46,8 @@ COMMON = ['data.task="conll2003"', "train.log_every=0", "train.progress=false"]
 METHODS = {
     "glove": ['encoder="taglm"', "taglm.use_lm=false", 'vectors="glove-6b-50d"', "train.epochs=5"],
     "taglm": ['encoder="taglm"', 'pretrained="{bilm}"', 'vectors="glove-6b-50d"', "train.epochs=5"],
+    "glove_elmo": ['encoder="taglm"', 'pretrained="{bilm}"', 'taglm.lm_at="input"', 'vectors="glove-6b-50d"',
+                   "train.epochs=5"],
     "elmo": ['encoder="elmo"', 'pretrained="{bilm}"', 'adapt="features"', "train.epochs=5"],
     "cove": ['encoder="cove"', 'pretrained="{mt}"', 'adapt="features"', "train.epochs=5"],
     # the static controls of the two feature rows: the same frozen model and head, layer 0 only
@@ -79,7 +83,7 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
     models = {}
-    if {"taglm", "elmo", "elmo_tokens"} & set(methods):
+    if {"taglm", "glove_elmo", "elmo", "elmo_tokens"} & set(methods):
         models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
     if {"cove", "cove_glove"} & set(methods):
         models["mt"] = pretrained("mt", Path(args.mt), args.threads)

@@ -21,10 +21,10 @@ WORDS = ["<pad>", "<unk>", "<bos>", "<eos>", "the", "film", "anna", "berlin", "s
 BILM = ELMoConfig(max_chars=12, char_dim=4, filters=((1, 4), (2, 4)), n_highway=1, dim=6, hidden_dim=8, n_layers=2)
 
 
-def _taglm(rnn="gru") -> TagLM:
+def _taglm(rnn="gru", lm_at="layer1") -> TagLM:
     torch.manual_seed(0)
     cfg = TagLMConfig(vocab_size=len(WORDS), word_dim=5, max_chars=12, char_dim=4, char_filters=((2, 3),),
-                      rnn=rnn, hidden_dim=7, dropout=0.0, bilm=BILM)
+                      rnn=rnn, hidden_dim=7, dropout=0.0, bilm=BILM, lm_at=lm_at)
     return TagLM(cfg, WORDS, bilm=ELMo(BILM, WORDS))
 
 
@@ -59,6 +59,31 @@ def test_the_baseline_has_no_lm_and_the_same_shape_otherwise():
     assert base.add_words(["zyzzyva"]) == [len(WORDS)]
 
 
+def test_elmo_at_the_input_mixes_every_bilm_layer_beside_the_tokens():
+    """``lm_at="input"`` (Peters et al. 2018): RNN 1 reads [word; chars; gamma * sum_j s_j * layer_j],
+    RNN 2 reads RNN 1 alone; the mix trains with the token group, the biLM stays frozen."""
+    m = _taglm(lm_at="input").eval()
+    assert m.rnn1.input_size == 5 + 3 + 12 and m.rnn2.input_size == 14 and m.mix.weights.numel() == 3
+    assert any(p is m.mix.gamma for p in m.layer_groups()[0].parameters())
+    ids = torch.tensor([[4, 5, 6, 9, 7]])
+    with torch.no_grad():  # the input by hand: equal softmax weights, gamma 1 at the start
+        m.mix.weights.copy_(torch.tensor([0.5, -1.0, 2.0]))
+        m.mix.gamma.fill_(1.7)
+        layers = m.bilm(ids).layers
+        s = torch.softmax(torch.tensor([0.5, -1.0, 2.0]), 0)
+        mixed = 1.7 * sum(w * layer for w, layer in zip(s, layers))
+        chars = m.char_cnn(m.chars[ids].reshape(5, -1)).reshape(1, 5, -1)
+        x = torch.cat([m.embedding(ids), chars, mixed], dim=-1)
+        h1 = m.rnn1(x)[0]
+        expected = m.rnn2(h1)[0]
+        assert torch.allclose(m(ids).hidden, expected, atol=1e-5)
+    m.train()
+    before = {k: v.clone() for k, v in m.bilm.state_dict().items()}
+    overfit([p for p in m.parameters() if p.requires_grad], lambda: m(ids).hidden.pow(2).mean(), 3, lr=0.1)
+    assert m.mix.weights.grad is not None and all(p.grad is None for p in m.bilm.parameters())
+    assert all(torch.equal(before[k], v) for k, v in m.bilm.state_dict().items())
+
+
 def test_padding_changes_nothing():
     m = _taglm().eval()
     short = m(torch.tensor([[4, 5, 6]])).hidden
@@ -86,7 +111,8 @@ def bilm(tmp_path_factory):
     return d / "bilm" / "best"
 
 
-def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys):
+@pytest.mark.parametrize("lm_at", ["layer1", "input"])
+def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys, lm_at):
     rng = random.Random(1)
     names, fill = ["anna", "bob", "carla", "dmitri", "eve"], "the a film plot was good bad saw met in at".split()
     sents = []
@@ -99,7 +125,7 @@ def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys):
     assert cli.main(["finetune", "--encoder", "taglm", "--pretrained", str(bilm), "--train",
                      str(tmp_path / "train.conll"), "--test", str(tmp_path / "test.conll"), "--out", str(out),
                      "--taglm.hidden_dim=16", "--taglm.word_dim=8", "--train.epochs=15", "--data.batch_size=16",
-                     "--train.lr=1e-2", "--train.progress=false"]) == 0
+                     "--train.lr=1e-2", "--train.progress=false", f"--taglm.lm_at={lm_at}"]) == 0
     summary = json.loads((out / "results.json").read_text())
     assert summary["encoder"] == "taglm" and summary["test_entity_f1"] > 0.9
     capsys.readouterr()
@@ -108,6 +134,8 @@ def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys):
     assert cli.main(["predict", "--model", str(out / "last"), "the film met zyzzyva in"]) == 0
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert len(row["tags"]) == 5
+    if lm_at == "input":
+        return
     base = tmp_path / "baseline"  # the same tagger without the biLM
     assert cli.main(["finetune", "--encoder", "taglm", "--taglm.use_lm=false", "--train", str(tmp_path / "train.conll"),
                      "--test", str(tmp_path / "test.conll"), "--out", str(base), "--taglm.hidden_dim=16",

@@ -31,25 +31,9 @@ from torch import nn
 from tqdm import tqdm
 
 from transferlab.data.batching import pad_batch
+from transferlab.encoders.elmo import ScalarMix
 
 Subword = Literal["first", "mean"]
-
-
-class ScalarMix(nn.Module):
-    """ELMo's learned layer combination: ``gamma * sum_j softmax(w)_j * layers[j]``."""
-
-    def __init__(self, n_layers: int):
-        super().__init__()
-        self.weights = nn.Parameter(torch.zeros(n_layers))  # equal weights at the start
-        self.gamma = nn.Parameter(torch.ones(()))
-
-    def forward(self, layers: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
-        """``layers``: a list of (..., D) tensors or one (L, ..., D) tensor -> (..., D)."""
-        stacked = layers if isinstance(layers, torch.Tensor) else torch.stack(list(layers))  # (L,...,D)
-        if stacked.size(0) != self.weights.numel():
-            raise ValueError(f"ScalarMix of {self.weights.numel()} layers got {stacked.size(0)}")
-        w = torch.softmax(self.weights, dim=0).to(stacked.dtype)
-        return self.gamma * torch.tensordot(w, stacked, dims=1)
 
 
 @dataclass

@@ -15,7 +15,7 @@ Top to bottom, for each token:
 
 ``layers`` are the token layer (repeated for both directions) and each biLSTM layer (forward
 and backward states concatenated), all of size ``2 * dim``: what ELMo's task-specific scalar
-mix (:class:`transferlab.adapt.features.ScalarMix`) weighs. ``hidden`` is the top layer.
+mix (:class:`ScalarMix`, used by every family's features mode) weighs. ``hidden`` is the top layer.
 Sequences are reversed for the backward LSTM within each row's real length, so padding never
 leaks into a backward state. The paper's cell and projection clipping (3.0) is not applied.
 
@@ -26,6 +26,7 @@ paper's 93.6M parameters without the softmax (tested).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +35,7 @@ from torch import nn
 
 from transferlab.encoders.base import EncoderOutput, reverse_padded
 
-__all__ = ["ELMoConfig", "ELMo", "CharCNN", "Highway", "char_ids", "char_table", "PAPER_FILTERS"]
+__all__ = ["ELMoConfig", "ELMo", "CharCNN", "Highway", "ScalarMix", "char_ids", "char_table", "PAPER_FILTERS"]
 
 # PyTorch says so once per process on a CPU; the fallback kernel is correct, and the speed is measured
 warnings.filterwarnings("ignore", message="LSTM with projections is not supported with oneDNN")
@@ -68,6 +69,24 @@ class ELMoConfig:
             raise ValueError(f"elmo.filters must be (width, count) pairs >= 1, got {self.filters}")
         if max(w for w, _ in self.filters) > self.max_chars:
             raise ValueError(f"elmo.max_chars={self.max_chars} is shorter than the widest filter")
+
+
+
+class ScalarMix(nn.Module):
+    """ELMo's learned layer combination: ``gamma * sum_j softmax(w)_j * layers[j]``."""
+
+    def __init__(self, n_layers: int):
+        super().__init__()
+        self.weights = nn.Parameter(torch.zeros(n_layers))  # equal weights at the start
+        self.gamma = nn.Parameter(torch.ones(()))
+
+    def forward(self, layers: Sequence[torch.Tensor] | torch.Tensor) -> torch.Tensor:
+        """``layers``: a list of (..., D) tensors or one (L, ..., D) tensor -> (..., D)."""
+        stacked = layers if isinstance(layers, torch.Tensor) else torch.stack(list(layers))  # (L,...,D)
+        if stacked.size(0) != self.weights.numel():
+            raise ValueError(f"ScalarMix of {self.weights.numel()} layers got {stacked.size(0)}")
+        w = torch.softmax(self.weights, dim=0).to(stacked.dtype)
+        return self.gamma * torch.tensordot(w, stacked, dims=1)
 
 
 def char_ids(word: str, max_chars: int) -> list[int]:

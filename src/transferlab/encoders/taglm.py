@@ -18,6 +18,12 @@ states half-way up. For each token:
 ``use_lm=false`` leaves step 3 out: the paper's baseline tagger (no LM embedding), the same
 architecture otherwise, so the two differ only in what the biLM adds.
 
+``lm_at="input"`` is ELMo's use of the same biLM in a task model instead (Peters et al. 2018,
+section 3.3): every biLM layer, weighed by a learned :class:`~transferlab.encoders.elmo.ScalarMix`
+(softmax weights and a scale), concatenated with the token representation of step 1 before the
+first RNN layer; the second layer then reads layer 1 alone. The biLM stays frozen; the mix trains
+with the token layer.
+
 ``layers`` are the two RNN layers' outputs (``2 * hidden_dim`` each), ``hidden`` the second.
 ``layer_groups()`` holds only what trains (token layer, RNN 1, RNN 2): the biLM stays frozen.
 Word ids index the task vocabulary given to the constructor; :meth:`add_words` appends words
@@ -33,7 +39,7 @@ import torch
 from torch import nn
 
 from transferlab.encoders.base import EncoderOutput
-from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, char_table
+from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, ScalarMix, char_table
 
 __all__ = ["TagLMConfig", "TagLM"]
 
@@ -52,6 +58,9 @@ class TagLMConfig:
     dropout: float = 0.5  # on the token representation and between the layers
     bilm: ELMoConfig = field(default_factory=ELMoConfig)  # the pretrained biLM's shape (from its checkpoint)
     use_lm: bool = True  # false: the baseline tagger without the biLM (Peters et al. 2017's "no LM" row)
+    # where the biLM goes in: "layer1", TagLM's top layer after the first RNN; "input", ELMo's
+    # scalar mix of all its layers beside the token representation (Peters et al. 2018)
+    lm_at: Literal["layer1", "input"] = "layer1"
 
     def __post_init__(self) -> None:
         for name in ("word_dim", "max_chars", "char_dim", "hidden_dim"):
@@ -74,12 +83,16 @@ class TagLM(nn.Module):
                                            filters=cfg.char_filters))
         self.register_buffer("chars", torch.zeros(1, cfg.max_chars, dtype=torch.long), persistent=False)
         rnn = nn.GRU if cfg.rnn == "gru" else nn.LSTM
-        self.rnn1 = rnn(cfg.word_dim + self.char_cnn.dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
         self.bilm = (bilm if bilm is not None else ELMo(cfg.bilm)) if cfg.use_lm else None
         if self.bilm is not None:
             self.bilm.requires_grad_(False)
         lm_dim = self.bilm.dim if self.bilm is not None else 0
-        self.rnn2 = rnn(2 * cfg.hidden_dim + lm_dim, cfg.hidden_dim, batch_first=True, bidirectional=True)
+        at_input = self.bilm is not None and cfg.lm_at == "input"
+        self.mix = ScalarMix(self.bilm.cfg.n_layers + 1) if at_input else None  # token layer + each biLSTM
+        self.rnn1 = rnn(cfg.word_dim + self.char_cnn.dim + (lm_dim if at_input else 0), cfg.hidden_dim,
+                        batch_first=True, bidirectional=True)
+        self.rnn2 = rnn(2 * cfg.hidden_dim + (0 if at_input else lm_dim), cfg.hidden_dim, batch_first=True,
+                        bidirectional=True)
         self.drop = nn.Dropout(cfg.dropout)
         self.dim = 2 * cfg.hidden_dim
         self.set_words(words)
@@ -120,15 +133,20 @@ class TagLM(nn.Module):
         lengths = mask.sum(1).clamp(min=1)
         words = ids.masked_fill(ids >= self.cfg.vocab_size, self.cfg.unk_id)  # added words: <unk>'s row
         chars = self.char_cnn(self.chars[ids].reshape(B * T, -1)).reshape(B, T, -1)  # (B, T, F)
-        x = self.drop(torch.cat([self.embedding(words), chars], dim=-1))  # (B, T, word_dim + F)
-        h1 = self._packed(self.rnn1, x, lengths)  # (B, T, 2 hidden)
-        x2 = h1
+        x = [self.embedding(words), chars]  # the token representation: (B, T, word_dim + F)
+        lm = None
         if self.bilm is not None:
             with torch.no_grad():
-                lm = self.bilm(ids, mask).hidden  # (B, T, 2 bilm.dim), the biLM's top layer
-            x2 = torch.cat([h1, lm.to(h1.dtype)], dim=-1)  # (B, T, 2 hidden + 2 bilm.dim)
+                lm = self.bilm(ids, mask)  # layers: token, then each biLSTM, (B, T, 2 bilm.dim) each
+        if self.mix is not None:  # ELMo: the mixed layers beside the token representation
+            x.append(self.mix([layer.float() for layer in lm.layers]).to(chars.dtype))
+        h1 = self._packed(self.rnn1, self.drop(torch.cat(x, dim=-1)), lengths)  # (B, T, 2 hidden)
+        x2 = h1
+        if lm is not None and self.mix is None:  # TagLM: the top layer beside RNN 1's states
+            x2 = torch.cat([h1, lm.hidden.to(h1.dtype)], dim=-1)  # (B, T, 2 hidden + 2 bilm.dim)
         h2 = self._packed(self.rnn2, self.drop(x2), lengths)
         return EncoderOutput(hidden=h2, layers=[h1, h2])
 
     def layer_groups(self) -> list[nn.Module]:
-        return [nn.ModuleList([self.embedding, self.char_cnn]), self.rnn1, self.rnn2]
+        token = [self.embedding, self.char_cnn] + ([self.mix] if self.mix is not None else [])
+        return [nn.ModuleList(token), self.rnn1, self.rnn2]
