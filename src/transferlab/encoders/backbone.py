@@ -321,8 +321,10 @@ def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
     tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
                                word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg if bilm is not None else cfg.bilm)
-    lm = (f"the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) after the "
-          f"first {tcfg.rnn.upper()} layer" if bilm is not None else "no LM embedding (the baseline tagger)")
+    where = (f"after the first {tcfg.rnn.upper()} layer" if tcfg.lm_at == "layer1" else
+             "at the input, its layers mixed by a learned scalar mix")
+    lm = (f"the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) {where}"
+          if bilm is not None else "no LM embedding (the baseline tagger)")
     log(f"taglm: {lm}; {len(vocab):,} task words")
     return word_backbone(TagLM(tcfg, vocab.itos, bilm=bilm), vocab, text, max_len, pretrained=False, fam="taglm")
 
