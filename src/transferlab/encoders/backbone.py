@@ -209,8 +209,7 @@ def rebuild_backbone(files: dict, text: TextConfig, data_max_len: int | None) ->
     """The backbone of a saved task model: its encoder's shape (weights loaded by the caller) and
     its tokenization."""
     data_max_len = data_max_len or None  # checkpoints written before max_len was int | None say 0
-    if "text" in files:  # the tokenization the backbone used (older checkpoints: the run's --text.*)
-        text = from_dict(TextConfig, files["text"], "text.")
+    text = recorded_text(files, text)  # the tokenization the backbone used (older checkpoints: the run's --text.*)
     spec = files["encoder"]
     fam = ENCODERS[spec["name"]]
     encoder = fam.rebuild(spec, files)
@@ -344,14 +343,17 @@ def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, train
     return word_backbone(encoder, Vocab.from_dict(ckpt.files["vocab"]), text, max_len, pretrained=True, fam="cove")
 
 
+def recorded_text(section: dict, text: TextConfig) -> TextConfig:
+    """The ``text`` a checkpoint's config (or a task model's files) records, else ``text``."""
+    return from_dict(TextConfig, section["text"], "text.") if "text" in section else text
+
+
 def trained_text(config: dict, text: TextConfig, path: str | Path) -> TextConfig:
     """The tokenization a word-level pretraining checkpoint was trained on (its config's ``text``:
     ELMo's cased words, an AWD-LSTM's lower-cased ones), which its input must follow whatever the
     run's ``--text.*`` say (said in the log when they differ); ``text`` where the checkpoint
     records none."""
-    if "text" not in config:
-        return text
-    own = from_dict(TextConfig, config["text"], "text.")
+    own = recorded_text(config, text)
     if own != text:
         log(f"{path}: input tokenized as the encoder was pretrained ({to_dict(own)}), not as --text.* says "
             f"({to_dict(text)})")
@@ -366,9 +368,8 @@ def input_text(spec: str | Path, text: TextConfig) -> TextConfig:
     if not (path.is_dir() and has_checkpoint(path) and not is_hf_folder(path)):
         return text
     ckpt = load_checkpoint(path, json_only=True)
-    if "text" in ckpt.files:  # a finetune checkpoint: the tokenization its backbone used
-        return from_dict(TextConfig, ckpt.files["text"], "text.")
-    return from_dict(TextConfig, ckpt.config["text"], "text.") if "text" in ckpt.config else text
+    # a finetune checkpoint: the tokenization its backbone used; a pretraining one: what it trained on
+    return recorded_text(ckpt.files, recorded_text(ckpt.config, text))
 
 
 def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, trainable: bool = False) -> Backbone:

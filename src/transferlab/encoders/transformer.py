@@ -170,7 +170,6 @@ class Block(nn.Module):
         return self.norm2(x + self.drop(self.mlp(x)))
 
 
-
 def bert_init(module: nn.Module) -> None:
     """BERT's and GPT's initialisation, for ``module.apply``: linear and embedding weights from
     N(0, 0.02), linear biases zero (layer norms keep PyTorch's ones and zeros)."""
@@ -178,6 +177,7 @@ def bert_init(module: nn.Module) -> None:
         nn.init.normal_(module.weight, std=0.02)
     if isinstance(module, nn.Linear) and module.bias is not None:
         nn.init.zeros_(module.bias)
+
 
 class Transformer(nn.Module):
     """``forward(ids, mask, type_ids) -> EncoderOutput`` (see the module docstring)."""
