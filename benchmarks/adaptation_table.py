@@ -2,7 +2,8 @@
 of them), CoLA and MRPC, 3 seeds each, mean and standard deviation.
 
     TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/adaptation_table.py \\
-        [--tasks sst2,cola,mrpc] [--sizes 1000,0] [--methods full,...] [--seeds 0,1,2] [--epochs N]
+        [--tasks sst2,cola,mrpc] [--sizes 1000,0] [--methods full,...] [--seeds 0,1,2] [--epochs N] \\
+        [--precision auto] [--threads 2]
 
 Every cell is one ``transferlab finetune --encoder minilm-l6`` command line (the Hugging Face
 defaults of ``configs/defaults_hf.toml``: AdamW at 5e-5, batch 32) that differs from the others
@@ -30,7 +31,10 @@ catalog's test split); CoLA (3 epochs), Matthews correlation on the GLUE dev set
 epochs), F1 of the paraphrase class on its test set. ``--sizes`` gives every chosen task those
 label counts instead (0 = all), ``--epochs`` every cell that many epochs.
 
-One JSON line per finished cell in ``<out>/runs.jsonl``; a rerun skips the cells already there. A
+``--precision bf16`` runs every cell under bf16 autocast (1.6x on a CPU with native bf16; the
+default, ``auto``, is fp32 on a CPU); the precision is part of each cell's key, so a table never
+mixes the two. One JSON line per finished cell in ``<out>/runs.jsonl``; a rerun skips the cells
+already there, and an interrupted cell resumes from its last checkpoint (saved every 10 minutes). A
 cell that fails (a method this checkout lacks) is named with its error and the others go on; the
 script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
 and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``; the table; the
@@ -75,13 +79,15 @@ def label(task: str, size: int) -> str:
     return f"{task}_{size}" if size else task
 
 
-def cell(task: str, size: int, method: str, seed: int, out: Path, epochs: int | None, threads: int) -> dict:
+def cell(task: str, size: int, method: str, seed: int, out: Path, epochs: int | None, threads: int,
+         precision: str) -> dict:
     _, _, _, task_epochs, max_len = TASKS[task]
     n = epochs or (FEATURES_EPOCHS if method == "features" else task_epochs.get(size, task_epochs[0]))
     cfg = finetune.load_finetune_config(None, [
         'encoder="minilm-l6"', f'data.task="{task}"', f"data.train_size={size}", f"data.subset_seed={seed}",
         f"data.max_len={max_len}", f"train.epochs={n}", f"train.seed={seed}", f"train.threads={threads}",
-        "train.log_every=0", "train.progress=false", *METHODS[method], f'out="{out}"'])
+        f'train.precision="{precision}"', "train.save_minutes=10", "train.log_every=0", "train.progress=false",
+        *METHODS[method], f'out="{out}"'])
     return finetune.run(cfg)
 
 
@@ -104,6 +110,8 @@ def main() -> None:
     ap.add_argument("--record", default="adaptation_table", help="the results/NAME.json to write")
     ap.add_argument("--chart", default=str(Path(__file__).parent / "adaptation_table.png"))
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+                    help="every cell's train.precision")
     args = ap.parse_args()
     tasks, methods = args.tasks.split(","), args.methods.split(",")
     for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, METHODS)):
@@ -114,8 +122,10 @@ def main() -> None:
     sizes = {t: [int(s) for s in args.sizes.split(",")] if args.sizes else list(TASKS[t][2]) for t in tasks}
     out = Path(args.out)
     log = out / "runs.jsonl"
-    rows = finished_rows(log, "task", "size", "method", "seed")
+    rows = {k[:4]: r for k, r in finished_rows(log, "task", "size", "method", "seed", "precision").items()
+            if k[4] == args.precision}
     failed: dict[str, str] = {}
+    suffix = "" if args.precision == "auto" else f"-{args.precision}"
     for task in tasks:
         for size in sizes[task]:
             for method in methods:
@@ -123,16 +133,17 @@ def main() -> None:
                     key = (task, size, method, seed)
                     if key in rows or f"{label(task, size)} {method}" in failed:
                         continue
-                    folder = out / f"{label(task, size)}-{method}-{seed}"
+                    folder = out / f"{label(task, size)}-{method}-{seed}{suffix}"
                     try:
-                        s = cell(task, size, method, seed, folder, args.epochs or None, args.threads)
+                        s = cell(task, size, method, seed, folder, args.epochs or None, args.threads, args.precision)
                     except Exception as e:  # noqa: BLE001  named below; the other cells go on
                         failed[f"{label(task, size)} {method}"] = f"{type(e).__name__}: {e}"
                         traceback.print_exc()
                         print(f"{label(task, size)} {method}: FAILED ({type(e).__name__}: {e}); the other cells "
                               f"go on", flush=True)
                         continue
-                    row = {"task": task, "size": size, "method": method, "seed": seed, "score": s[TASKS[task][0]],
+                    row = {"task": task, "size": size, "method": method, "seed": seed, "precision": args.precision,
+                           "score": s[TASKS[task][0]],
                            "wall_s": s["wall_s"], "steps": s["steps"], "train_size": s["train_size"]}
                     rows[key] = row
                     append_row(log, row)
@@ -158,7 +169,7 @@ def main() -> None:
     print("\n".join(table))
     if figures:
         chart(figures, names, methods, metrics, Path(args.chart))
-    write_result(args.record, figures, table=table, failed=failed, seeds=seeds, sizes=sizes,
+    write_result(args.record, figures, table=table, failed=failed, seeds=seeds, sizes=sizes, precision=args.precision,
                  epochs=args.epochs or {t: TASKS[t][3] for t in tasks}, features_epochs=args.epochs or FEATURES_EPOCHS,
                  cells=[rows[k] for k in sorted(rows) if k[0] in tasks and k[2] in methods])
     if failed:

@@ -1,6 +1,7 @@
 """Extractive QA with minilm-l6 on SQuAD v1.1 and v2.0, and its fine-tuning speed against Hugging Face's Trainer.
 
-    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/qa_squad.py [--train-size 0] [--epochs 2]
+    TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/qa_squad.py [--train-size 0] [--epochs 2] \\
+        [--no-hf] [--threads 2] [--precision auto] [--record qa_squad]
 
 Only the SQuAD dev sets are offline, so the catalog splits each by article: ``squad-v1.1`` trains on
 the first 80% of its articles (7,836 questions, less the 10% held out for validation) and is scored
@@ -8,6 +9,12 @@ on the rest (2,734); ``squad-v2.0`` likewise (8,425 less validation; 2,512 test 
 unanswerable, its no-answer threshold tuned on the validation part). Windows of 384 pieces with a
 stride of 128, batch 32, AdamW at 5e-5 with linear decay and no warm-up, no weight decay, gradient
 clipping at 1.0, seed 0, 2 threads: the Trainer's defaults, which transferlab is set to match.
+
+With the Trainer (the throughput comparison) each of our runs starts fresh, so that its speed is
+one uninterrupted run's. With ``--no-hf`` (the QA table alone, an hour or more a version on one
+core) a version's finished result is kept in ``<out>/runs.jsonl`` and skipped by a rerun, and an
+interrupted version resumes from its last checkpoint; ``--precision bf16`` trains under bf16
+autocast (on a CPU with native bf16; the Trainer comparison is fp32).
 
 The Trainer fine-tunes ``AutoModelForQuestionAnswering`` (the same all-MiniLM-L6-v2 weights, a fresh
 ``qa_outputs`` layer) on the very same windows and labels (ours, :func:`transferlab.tasks.qa.encode_qa`,
@@ -28,12 +35,11 @@ import inspect
 import json
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import append_row, finished_rows, write_result  # noqa: E402
 
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
@@ -69,7 +75,8 @@ def data_config(task: str, train_size: int, valid_size: int, test: str) -> TaskD
 
 
 def ours(task: str, args, test: str, out: Path) -> dict:
-    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one
+    if not args.no_hf:
+        shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one: its speed is compared
     cfg = finetune.load_finetune_config(None, [
         'encoder="minilm-l6"', f'data.task="{task}"', f'data.test="{test}"', f"data.train_size={args.train_size}",
         f"data.valid_size={args.valid_size}", f"data.batch_size={BATCH}", f"train.lr={LR}",
@@ -136,18 +143,32 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--versions", default="v1.1,v2.0", help="which SQuAD versions to fine-tune ours on")
     ap.add_argument("--no-hf", action="store_true", help="skip the Trainer (no throughput ratio)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of every run (2 for the comparison)")
+    ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
+                    help="our runs' train.precision (the Trainer runs fp32)")
     ap.add_argument("--out", default="runs/bench/qa-squad")
+    ap.add_argument("--record", default="qa_squad", help="the results/NAME.json to write")
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    if not args.no_hf and args.precision == "bf16":
+        ap.error("--precision bf16 against the fp32 Trainer is not a like-for-like speed comparison: add --no-hf")
+    torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    done = finished_rows(log, "setting") if args.no_hf else {}
     runs, start = {}, time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        for version in args.versions.split(","):
-            task = f"squad-{version.strip()}"
-            runs[task] = ours(task, args, test_file(task, args.test_size, Path(tmp)), out / task)
-        if not args.no_hf:
-            runs["hf_squad-v1.1"] = hf_trainer(args, test_file("squad-v1.1", args.test_size, Path(tmp)), out / "hf")
+    for version in args.versions.split(","):
+        task = f"squad-{version.strip()}"
+        setting = json.dumps({"task": task, "train_size": args.train_size, "valid_size": args.valid_size,
+                              "test_size": args.test_size, "epochs": args.epochs, "precision": args.precision})
+        row = done.get((setting,))
+        if row is None:
+            row = {"setting": setting} | ours(task, args, test_file(task, args.test_size, out), out / task)
+            if args.no_hf:
+                append_row(log, row)
+        runs[task] = {k: v for k, v in row.items() if k != "setting"}
+    if not args.no_hf:
+        runs["hf_squad-v1.1"] = hf_trainer(args, test_file("squad-v1.1", args.test_size, out), out / "hf")
     print(json.dumps(runs, indent=2))
     figures = {}
     if "squad-v1.1" in runs:
@@ -163,8 +184,9 @@ def main() -> None:
                     "hf_v1_exact_match": h["exact_match"], "hf_examples_per_s": h["examples_per_s"]}
         print(f"squad-v1.1: ours {o['examples_per_s']:.1f} windows/s, Trainer {h['examples_per_s']:.1f} (ratio "
               f"{figures['throughput_ratio']:.2f}); F1 ours {o['f1']:.4f}, Trainer {h['f1']:.4f}")
-    write_result("qa_squad", figures, train_size=args.train_size, epochs=args.epochs, test_size=args.test_size,
-                 batch_size=BATCH, lr=LR, qa=dataclasses.asdict(QAConfig()), runs=runs,
+    write_result(args.record, figures, train_size=args.train_size, epochs=args.epochs, test_size=args.test_size,
+                 batch_size=BATCH, lr=LR, threads=args.threads, precision=args.precision,
+                 qa=dataclasses.asdict(QAConfig()), runs=runs,
                  wall_s=time.perf_counter() - start)
 
 

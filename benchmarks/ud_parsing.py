@@ -20,8 +20,9 @@ The model kept is the last epoch's. Figures per method (means over seeds): ``MET
 ``METHOD_las`` over all words with relations compared by their universal part, as the CoNLL 2018
 shared task's conll18_ud_eval.py scores gold-tokenized input, and ``METHOD_uas_nopunct``,
 ``METHOD_las_nopunct`` without the words whose gold UPOS is PUNCT (the classic PTB convention),
-with wall times. One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips what is
-there. ``--labels N`` trains on N sentences (a smoke run; its results are not a benchmark).
+with wall times. One JSON line per finished run in ``<out>/runs.jsonl``, keyed by method, seed and
+``--precision`` (``bf16``: bf16 autocast on a CPU with native bf16); a rerun skips what is there,
+and an interrupted run resumes from its last checkpoint (saved every 10 minutes). ``--labels N`` trains on N sentences (a smoke run; its results are not a benchmark).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ from common import append_row, finished_rows, write_result  # noqa: E402
 from transferlab.recipes import finetune  # noqa: E402
 
 FIGURES = ("uas", "las", "uas_nopunct", "las_nopunct")
-COMMON = ['data.task="ud-ewt"', 'task.kind="parse"', "train.log_every=100", "train.progress=false"]
+COMMON = ['data.task="ud-ewt"', 'task.kind="parse"', "train.log_every=100", "train.progress=false",
+          "train.save_minutes=10"]
 METHODS = {
     "minilm": ['encoder="minilm-l6"', "data.max_len=256", "train.epochs=5"],
     "awd_lstm": ['encoder="awd_lstm"', "data.max_len=0", "train.epochs=10"],
@@ -72,7 +74,8 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
     log = out / "runs.jsonl"
-    rows = finished_rows(log, "method", "seed")
+    rows = {k[:2]: r for k, r in finished_rows(log, "method", "seed", "precision").items() if k[2] == args.precision}
+    suffix = "" if args.precision == "auto" else f"-{args.precision}"
     for seed in map(int, args.seeds.split(",")):
         for method in methods:
             if (method, seed) in rows:
@@ -81,9 +84,9 @@ def main() -> None:
             cfg = finetune.load_finetune_config(preset, [
                 *COMMON, *own, f"train.seed={seed}", f"train.threads={args.threads}",
                 f'train.precision="{args.precision}"', f"data.valid_size={args.valid_size}",
-                f'out="{out / f"{method}-{seed}"}"'])
+                f'out="{out / f"{method}-{seed}{suffix}"}"'])
             s = finetune.run(cfg)
-            row = {"method": method, "seed": seed, **{k: s[f"test_{k}"] for k in FIGURES},
+            row = {"method": method, "seed": seed, "precision": args.precision, **{k: s[f"test_{k}"] for k in FIGURES},
                    "valid_las": s["valid"]["las"], "wall_s": s["wall_s"], "train_size": s["train_size"],
                    "steps": s["steps"], "encoder": s["encoder"], "pretrained": s["pretrained"]}
             rows[(method, seed)] = row
@@ -99,7 +102,7 @@ def main() -> None:
               f"(no punct.: UAS {100 * figures[f'{method}_uas_nopunct']:.2f}  LAS "
               f"{100 * figures[f'{method}_las_nopunct']:.2f}; {len(runs)} seed(s))")
     write_result("ud_parsing", figures, runs=sorted(rows.values(), key=lambda r: (r["method"], r["seed"])),
-                 labels=args.labels or "all", lm=args.lm or None)
+                 labels=args.labels or "all", lm=args.lm or None, precision=args.precision)
 
 
 if __name__ == "__main__":
