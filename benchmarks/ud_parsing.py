@@ -22,7 +22,8 @@ shared task's conll18_ud_eval.py scores gold-tokenized input, and ``METHOD_uas_n
 ``METHOD_las_nopunct`` without the words whose gold UPOS is PUNCT (the classic PTB convention),
 with wall times. One JSON line per finished run in ``<out>/runs.jsonl``, keyed by method, seed and
 ``--precision`` (``bf16``: bf16 autocast on a CPU with native bf16); a rerun skips what is there,
-and an interrupted run resumes from its last checkpoint (saved every 10 minutes). ``--labels N`` trains on N sentences (a smoke run; its results are not a benchmark).
+and an interrupted run resumes from its last checkpoint (saved every 10 minutes). ``--labels N``
+trains on N sentences (a smoke run; its results are not a benchmark).
 """
 
 from __future__ import annotations
