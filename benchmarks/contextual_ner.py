@@ -16,6 +16,9 @@ and McCann et al. 2017 that contextual beats static.
    - ``taglm``: the same with the frozen biLM's top layer after the first biGRU (Peters et al. 2017);
    - ``glove_elmo``: the same tagger with ELMo at its input instead (Peters et al. 2018: a learned
      scalar mix of every biLM layer beside the word and character vectors, ``--taglm.lm_at=input``);
+   - ``glove_cove``: the same tagger with CoVe at its input (McCann et al. 2017's ``[GloVe; CoVe]``
+     as a task model's input: the frozen MT-LSTM's layers, mixed the same way, beside the word and
+     character vectors; the tagger keeps its cased words, CoVe reads their lower-cased GloVe rows);
    - ``elmo``: our ELMo frozen, its layers mixed by a learned scalar mix under a softmax tag
      head (``--adapt=features``, Peters et al. 2018's feature use);
    - ``cove``: ``[GloVe; CoVe]`` from the frozen MT-LSTM under the same kind of head;
@@ -24,8 +27,9 @@ and McCann et al. 2017 that contextual beats static.
      layer, and ``[GloVe; 0]``. A feature row minus its control is what context adds, the head
      being a per-token softmax (no RNN over the features, no CRF): far below a tagger's F1.
 
-One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips what is there. Figures:
-``METHOD_f1`` (mean over seeds) and ``METHOD_f1_sd``, with the model sizes and wall times.
+One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips what is there. Figures, for
+every method with a finished run (``--methods`` chooses what runs): ``METHOD_f1`` (mean over
+seeds) and ``METHOD_f1_sd``, with the model sizes and wall times.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ METHODS = {
     "glove": ['encoder="taglm"', "taglm.use_lm=false", 'vectors="glove-6b-50d"', "train.epochs=5"],
     "taglm": ['encoder="taglm"', 'pretrained="{bilm}"', 'vectors="glove-6b-50d"', "train.epochs=5"],
     "glove_elmo": ['encoder="taglm"', 'pretrained="{bilm}"', 'taglm.lm_at="input"', 'vectors="glove-6b-50d"',
+                   "train.epochs=5"],
+    "glove_cove": ['encoder="taglm"', 'pretrained="{mt}"', 'taglm.lm_at="input"', 'vectors="glove-6b-50d"',
                    "train.epochs=5"],
     "elmo": ['encoder="elmo"', 'pretrained="{bilm}"', 'adapt="features"', "train.epochs=5"],
     "cove": ['encoder="cove"', 'pretrained="{mt}"', 'adapt="features"', "train.epochs=5"],
@@ -82,13 +88,13 @@ def main() -> None:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
-    models = {}
-    if {"taglm", "glove_elmo", "elmo", "elmo_tokens"} & set(methods):
-        models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
-    if {"cove", "cove_glove"} & set(methods):
-        models["mt"] = pretrained("mt", Path(args.mt), args.threads)
     log = out / "runs.jsonl"
     rows = finished_rows(log, "method", "seed")
+    models, reported = {}, set(methods) | {m for m, _ in rows}  # the JSON reports every finished row
+    if {"taglm", "glove_elmo", "elmo", "elmo_tokens"} & reported:
+        models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
+    if {"glove_cove", "cove", "cove_glove"} & reported:
+        models["mt"] = pretrained("mt", Path(args.mt), args.threads)
     for seed in map(int, args.seeds.split(",")):
         for method in methods:
             if (method, seed) in rows:
@@ -104,7 +110,7 @@ def main() -> None:
             append_row(log, row)
             print(json.dumps(row), flush=True)
     figures = {}
-    for method in methods:
+    for method in [m for m in METHODS if m in reported]:
         f1 = [r["f1"] for (m, _), r in sorted(rows.items()) if m == method]
         if f1:
             figures[f"{method}_f1"] = statistics.mean(f1)

@@ -141,3 +141,74 @@ def test_finetune_evaluate_and_predict(bilm, tmp_path, capsys, lm_at):
                      "--test", str(tmp_path / "test.conll"), "--out", str(base), "--taglm.hidden_dim=16",
                      "--taglm.word_dim=8", "--train.epochs=2", "--train.progress=false"]) == 0
     assert json.loads((base / "results.json").read_text())["kind"] == "tag"
+
+
+def _cove_tagger(lm_at="input"):
+    """A TagLM with a tiny CoVe MT-LSTM inside: the tagger's words map to rows of CoVe's own table."""
+    from transferlab.encoders.cove import CoVe, CoVeConfig
+
+    torch.manual_seed(0)
+    cove_cfg = CoVeConfig(vectors="unused", vocab_size=6, embed_dim=4, hidden_dim=5, n_layers=2, dropout=0.0)
+    cove = CoVe(cove_cfg, torch.randn(6, 4))
+    cfg = TagLMConfig(vocab_size=len(WORDS), word_dim=5, max_chars=12, char_dim=4, char_filters=((2, 3),),
+                      hidden_dim=7, dropout=0.0, lm="cove", cove=cove_cfg, lm_at=lm_at)
+    m = TagLM(cfg, WORDS, bilm=cove)
+    m.lm_ids.copy_(torch.tensor([0, 1, 2, 3, 4, 5, 1, 1, 4, 5]))  # "anna", "berlin": <unk>; "saw", "in" share rows
+    return m.eval()
+
+
+@pytest.mark.parametrize("lm_at", ["layer1", "input"])
+def test_cove_inside_reads_its_own_rows_of_the_tagger_words(lm_at):
+    """``lm="cove"``: CoVe's layers ([GloVe; 0], [GloVe; biLSTM 1], [GloVe; biLSTM 2], 4 + 10 wide)
+    go where the biLM's would, computed on the CoVe ids ``lm_ids`` gives the tagger's words."""
+    m = _cove_tagger(lm_at)
+    ids = torch.tensor([[4, 5, 6, 8, 9]])
+    lm_in = m.lm_ids[ids]
+    with torch.no_grad():
+        layers = m.bilm(lm_in).layers
+        chars = m.char_cnn(m.chars[ids].reshape(5, -1)).reshape(1, 5, -1)
+        x = [m.embedding(ids), chars]
+        if lm_at == "input":
+            assert m.rnn1.input_size == 5 + 3 + 14 and m.mix.weights.numel() == 3
+            x.append(m.mix(layers))
+        h1 = m.rnn1(torch.cat(x, -1))[0]
+        h2 = m.rnn2(h1 if lm_at == "input" else torch.cat([h1, layers[-1]], -1))[0]
+        assert torch.allclose(m(ids).hidden, h2, atol=1e-5)
+    assert "lm_ids" in m.state_dict() and not any(p.requires_grad for p in m.bilm.parameters())
+
+
+def test_cove_inside_rebuilds_from_its_config_and_adds_words_from_glove():
+    import numpy as np
+
+    from transferlab.config import to_dict
+    from transferlab.encoders.registry import ENCODERS
+    from transferlab.vectors.keyed import WordVectors
+
+    m = _cove_tagger()
+    again = ENCODERS["taglm"].rebuild({"name": "taglm", "config": to_dict(m.cfg)}, {"vocab": {"itos": WORDS}})
+    again.load_state_dict(m.state_dict())  # CoVe's table and the word -> row map among the weights
+    ids = torch.tensor([[4, 5, 6, 8]])
+    with torch.no_grad():
+        assert torch.equal(again.eval()(ids).hidden, m(ids).hidden)
+    m.bilm.wv = WordVectors(["zyzzyva"], np.ones((1, 4), dtype=np.float32))  # instead of loading cove.vectors
+    (new,) = m.add_words(["zyzzyva"])
+    assert m.lm_added.tolist() == [6]  # a new row of CoVe's table, holding the word's GloVe vector
+    assert torch.equal(m.bilm.embed(torch.tensor([[6]]))[0, 0], torch.ones(4))
+    assert m(torch.tensor([[4, new]])).hidden.shape == (1, 2, 14)
+    assert "lm_added" not in m.state_dict()
+
+
+def test_keep_added_makes_added_rows_part_of_the_saved_table():
+    import numpy as np
+
+    from transferlab.encoders.cove import CoVe, CoVeConfig
+    from transferlab.vectors.keyed import WordVectors
+
+    cove = CoVe(CoVeConfig(vectors="unused", vocab_size=6, embed_dim=4, hidden_dim=5), torch.randn(6, 4))
+    cove.wv = WordVectors(["quokka"], np.full((1, 4), 2.0, dtype=np.float32))
+    ids = cove.add_words(["blorp", "quokka"])
+    before = cove.embed(torch.tensor([ids]))
+    cove.keep_added()
+    assert ids == [1, 6] and cove.cfg.vocab_size == 7 and cove.state_dict()["vectors"].shape == (7, 4)
+    assert torch.equal(cove.embed(torch.tensor([ids])), before) and cove.extra.size(0) == 0
+    assert cove.add_words(["quokka"]) == [6]

@@ -103,6 +103,40 @@ def test_finetune_cove_features(mt, tmp_path):
     assert predictor.outputs([predictor_example("a zebra file")]).shape == (1, 2)
 
 
+def test_taglm_with_cove_inside(mt, tmp_path, capsys):
+    """``finetune --encoder taglm --pretrained MT``: the GloVe tagger with CoVe at its input (the
+    "+ CoVe" row of contextual_ner.py), frozen, its word -> row map saved; evaluate and predict
+    reload it to the same score, a word unseen anywhere gets its GloVe row."""
+    import random
+
+    rng = random.Random(1)
+    names, fill = ["anna", "bob", "carla", "dmitri", "eve"], "the file window was open new saved in all".split()
+    sents = []
+    for _ in range(80):  # the word after "met" is a person
+        words = rng.sample(fill, 3) + ["met", rng.choice(names)] + rng.sample(fill, 2)
+        sents.append(list(zip(words, ["O"] * 4 + ["B-PER"] + ["O"] * 2)))
+    for name, rows in (("train", sents[:64]), ("test", sents[64:])):
+        (tmp_path / f"{name}.conll").write_text("\n\n".join("\n".join(f"{w} {t}" for w, t in s) for s in rows) + "\n")
+    out = tmp_path / "tagger"
+    assert cli.main(["finetune", "--encoder", "taglm", "--pretrained", str(mt / "best"), "--taglm.lm_at=input",
+                     "--train", str(tmp_path / "train.conll"), "--test", str(tmp_path / "test.conll"), "--out",
+                     str(out), "--taglm.hidden_dim=16", "--taglm.word_dim=8", "--train.epochs=15",
+                     "--data.batch_size=16", "--train.lr=1e-2", "--train.progress=false"]) == 0
+    summary = json.loads((out / "results.json").read_text())
+    assert summary["encoder"] == "taglm" and summary["test_entity_f1"] > 0.9
+    task, mt_weights = load_checkpoint(out / "last"), load_checkpoint(mt / "best").weights
+    assert task.files["encoder"]["config"]["lm"] == "cove"
+    for name in ("lstms.0.weight_ih_l0", "lstms.1.weight_hh_l0_reverse"):  # frozen: the MT-LSTM as it was
+        assert torch.equal(task.weights[f"encoder.bilm.{name}"], mt_weights[f"encoder.{name}"])
+    vocab = load_checkpoint(mt / "best").files["vocab"]["itos"]
+    assert torch.equal(task.weights["encoder.bilm.vectors"][: len(vocab)], mt_weights["encoder.vectors"])
+    capsys.readouterr()
+    assert cli.main(["evaluate", "--model", str(out / "last"), "--data", str(tmp_path / "test.conll")]) == 0
+    assert json.loads(capsys.readouterr().out)["entity_f1"] == pytest.approx(summary["test_entity_f1"])
+    assert cli.main(["predict", "--model", str(out / "last"), "the file met zebra in"]) == 0
+    assert len(json.loads(capsys.readouterr().out.strip().splitlines()[-1])["tags"]) == 5
+
+
 def test_cove_backbone_is_frozen_unless_trainable(mt):
     from transferlab.encoders import backbone as bb
     from transferlab.text.tokenize import TextConfig

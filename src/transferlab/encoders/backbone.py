@@ -309,38 +309,75 @@ def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
     return encoder, vocab
 
 
-def taglm_backbone(bilm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[str], text: TextConfig,
+def taglm_backbone(lm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[str], text: TextConfig,
                    max_len: int | None, min_freq: int = 1, word_dim: int | None = None) -> Backbone:
-    """TagLM (Peters et al. 2017) on the task's word vocabulary, with the frozen biLM of
-    ``bilm_path`` inserted after its first RNN layer (none under ``use_lm=false``: the baseline
-    tagger); ``word_dim`` follows ``--vectors``."""
-    bilm = load_bilm(bilm_path)[0] if cfg.use_lm else None
-    if bilm is not None:  # the biLM reads the tagger's tokens: they follow its tokenization
-        text = trained_text(load_checkpoint(bilm_path, json_only=True).config, text, bilm_path)
+    """TagLM (Peters et al. 2017) on the task's word vocabulary, with the frozen biLM (``pretrain
+    bilm``) or CoVe MT-LSTM (``pretrain mt``) of ``lm_path`` inside (none under ``use_lm=false``:
+    the baseline tagger); ``word_dim`` follows ``--vectors``."""
+    fam = checkpoint_family(lm_path) if cfg.use_lm else None
+    if cfg.use_lm and fam not in ("elmo", "cove"):
+        raise ValueError(f"{lm_path}: TagLM needs a `transferlab pretrain bilm` (ELMo) or `pretrain mt` (CoVe) "
+                         f"checkpoint")
+    lm = None
+    if fam == "elmo":
+        lm = load_bilm(lm_path)[0]
+        # the biLM reads the tagger's tokens: they follow its tokenization
+        text = trained_text(load_checkpoint(lm_path, json_only=True).config, text, lm_path)
+    elif fam == "cove":  # CoVe reads its own GloVe rows of the tagger's words; the tagger keeps its text
+        lm, cove_vocab, cove_config = load_cove(lm_path)
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
+    lm_ids = None
+    if fam == "cove":
+        lm_ids = cove_rows(lm, cove_vocab, recorded_text(cove_config, TextConfig()).lower, vocab.itos)
     tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
-                               word_dim=word_dim or cfg.word_dim, bilm=bilm.cfg if bilm is not None else cfg.bilm)
+                               word_dim=word_dim or cfg.word_dim, lm=fam or cfg.lm,
+                               bilm=lm.cfg if fam == "elmo" else cfg.bilm, cove=lm.cfg if fam == "cove" else cfg.cove)
     where = (f"after the first {tcfg.rnn.upper()} layer" if tcfg.lm_at == "layer1" else
              "at the input, its layers mixed by a learned scalar mix")
-    lm = (f"the biLM of {bilm_path} ({sum(p.numel() for p in bilm.parameters()):,} parameters, frozen) {where}"
-          if bilm is not None else "no LM embedding (the baseline tagger)")
-    log(f"taglm: {lm}; {len(vocab):,} task words")
-    return word_backbone(TagLM(tcfg, vocab.itos, bilm=bilm), vocab, text, max_len, pretrained=False, fam="taglm")
+    what = {"elmo": "the biLM", "cove": "CoVe's MT-LSTM"}.get(fam)
+    said = (f"{what} of {lm_path} ({sum(p.numel() for p in lm.parameters()):,} parameters, frozen) {where}"
+            if lm is not None else "no LM embedding (the baseline tagger)")
+    log(f"taglm: {said}; {len(vocab):,} task words")
+    tagger = TagLM(tcfg, vocab.itos, bilm=lm)
+    if lm_ids is not None:
+        tagger.lm_ids.copy_(lm_ids)
+    return word_backbone(tagger, vocab, text, max_len, pretrained=False, fam="taglm")
+
+
+def cove_rows(cove: CoVe, vocab: Vocab, lower: bool, words: list[str]) -> torch.Tensor:
+    """Each word's row of CoVe's GloVe table: the MT vocabulary's (lower-cased first where the MT
+    model was), else a GloVe row :meth:`~transferlab.encoders.cove.CoVe.add_words` adds and the
+    table keeps (saved with a task model's weights), else ``<unk>``'s."""
+    keys = [w.lower() if lower else w for w in words]
+    missing = [k for k in dict.fromkeys(keys) if k not in vocab.stoi]
+    added = dict(zip(missing, cove.add_words(missing)))
+    cove.keep_added()
+    unk = sum(i == cove.cfg.unk_id for i in added.values())
+    log(f"CoVe rows of {len(words):,} words: {len(words) - len(missing):,} in its vocabulary, "
+        f"{len(missing) - unk:,} added from GloVe, {unk:,} <unk>")
+    return torch.tensor([vocab.stoi[k] if k in vocab.stoi else added[k] for k in keys], dtype=torch.long)
+
+
+def load_cove(path: str | Path) -> tuple[CoVe, Vocab, dict]:
+    """The MT-LSTM of a ``pretrain mt`` checkpoint (its decoder left out), its English vocabulary
+    and the run's config."""
+    ckpt = load_checkpoint(path, json_only=True)
+    if "vocab" not in ckpt.files or "cove" not in ckpt.config:
+        raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config and vocabulary)")
+    encoder = CoVe(from_dict(CoVeConfig, ckpt.config["cove"], "cove."))
+    load_encoder_weights(encoder, path)
+    return encoder, Vocab.from_dict(ckpt.files["vocab"]), ckpt.config
 
 
 def cove_backbone(path: str | Path, text: TextConfig, max_len: int | None, trainable: bool = False) -> Backbone:
     """CoVe (McCann et al. 2017): the MT-LSTM of a ``pretrain mt`` checkpoint (its decoder left out)
     over the English vocabulary's GloVe rows, frozen unless ``trainable``; a task's word outside
     that vocabulary gets its GloVe vector (:meth:`~transferlab.encoders.cove.CoVe.add_words`)."""
-    ckpt = load_checkpoint(path, json_only=True)
-    if "vocab" not in ckpt.files or "cove" not in ckpt.config:
-        raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config and vocabulary)")
-    encoder = CoVe(from_dict(CoVeConfig, ckpt.config["cove"], "cove."))
-    load_encoder_weights(encoder, path)
-    text = trained_text(ckpt.config, text, path)
+    encoder, vocab, config = load_cove(path)
+    text = trained_text(config, text, path)
     if not trainable:
         encoder.freeze()
-    return word_backbone(encoder, Vocab.from_dict(ckpt.files["vocab"]), text, max_len, pretrained=True, fam="cove")
+    return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="cove")
 
 
 def recorded_text(section: dict, text: TextConfig) -> TextConfig:

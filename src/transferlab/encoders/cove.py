@@ -38,6 +38,7 @@ extractor, as in the paper: no gradients, dropout off, and no layer groups to tr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -151,6 +152,14 @@ class CoVe(nn.Module):
                 rows = glove_rows(known, self.wv).to(self.extra.device)
                 self.extra = torch.cat([self.extra, rows])
         return [self.added[w] for w in words]
+
+    def keep_added(self) -> None:
+        """Make the rows :meth:`add_words` added part of the saved table (``cfg.vocab_size`` grows;
+        every id stays what it was), so a task model that saved ids of added words rebuilds them."""
+        if self.extra.size(0):
+            self.vectors = torch.cat([self.vectors, self.extra])
+            self.extra = self.extra[:0]
+            self.cfg = dataclasses.replace(self.cfg, vocab_size=self.vectors.size(0))
 
     # --- the MT-LSTM --------------------------------------------------------------------------
     def states(self, ids: torch.Tensor, mask: torch.Tensor | None = None):

@@ -15,6 +15,14 @@ states half-way up. For each token:
 4. the second bidirectional RNN layer over ``[layer 1 ; LM embedding]`` (the paper's best
    place to insert it, section 3.4), whose states the tagging head reads (softmax per token).
 
+``lm="cove"`` puts CoVe's MT-LSTM (McCann et al. 2017; :class:`~transferlab.encoders.cove.CoVe`,
+from ``transferlab pretrain mt``) where the biLM goes, frozen the same way: its layers are
+``[GloVe; 0]``, ``[GloVe; biLSTM 1]``, ``[GloVe; biLSTM 2]`` (the top one, the paper's
+``[GloVe(w); CoVe(w)]``, is the "LM embedding"). It reads word ids of its own GloVe table, so the
+tagger keeps a map ``lm_ids`` from its words to that table's rows (saved with the weights; made by
+:func:`~transferlab.encoders.backbone.taglm_backbone`), and a word added later gets its GloVe row
+from :meth:`CoVe.add_words <transferlab.encoders.cove.CoVe.add_words>`.
+
 ``use_lm=false`` leaves step 3 out: the paper's baseline tagger (no LM embedding), the same
 architecture otherwise, so the two differ only in what the biLM adds.
 
@@ -39,6 +47,7 @@ import torch
 from torch import nn
 
 from transferlab.encoders.base import EncoderOutput
+from transferlab.encoders.cove import CoVe, CoVeConfig
 from transferlab.encoders.elmo import CharCNN, ELMo, ELMoConfig, ScalarMix, char_table
 
 __all__ = ["TagLMConfig", "TagLM"]
@@ -56,7 +65,11 @@ class TagLMConfig:
     rnn: Literal["gru", "lstm"] = "gru"
     hidden_dim: int = 200  # per direction, both RNN layers
     dropout: float = 0.5  # on the token representation and between the layers
-    bilm: ELMoConfig = field(default_factory=ELMoConfig)  # the pretrained biLM's shape (from its checkpoint)
+    # the frozen contextual model: ELMo's biLM (`pretrain bilm`) or CoVe's MT-LSTM (`pretrain mt`),
+    # set with its shape from the --pretrained checkpoint
+    lm: Literal["elmo", "cove"] = "elmo"
+    bilm: ELMoConfig = field(default_factory=ELMoConfig)  # lm="elmo": the pretrained biLM's shape
+    cove: CoVeConfig = field(default_factory=CoVeConfig)  # lm="cove": the MT-LSTM's shape, task words' rows included
     use_lm: bool = True  # false: the baseline tagger without the biLM (Peters et al. 2017's "no LM" row)
     # where the biLM goes in: "layer1", TagLM's top layer after the first RNN; "input", ELMo's
     # scalar mix of all its layers beside the token representation (Peters et al. 2018)
@@ -75,7 +88,7 @@ class TagLMConfig:
 class TagLM(nn.Module):
     """See the module docstring. ``forward(ids, mask)`` with ids of the word list given here."""
 
-    def __init__(self, cfg: TagLMConfig, words: list[str], bilm: ELMo | None = None) -> None:
+    def __init__(self, cfg: TagLMConfig, words: list[str], bilm: ELMo | CoVe | None = None) -> None:
         super().__init__()
         self.cfg = cfg
         self.embedding = nn.Embedding(cfg.vocab_size, cfg.word_dim, padding_idx=cfg.pad_id)
@@ -83,9 +96,14 @@ class TagLM(nn.Module):
                                            filters=cfg.char_filters))
         self.register_buffer("chars", torch.zeros(1, cfg.max_chars, dtype=torch.long), persistent=False)
         rnn = nn.GRU if cfg.rnn == "gru" else nn.LSTM
-        self.bilm = (bilm if bilm is not None else ELMo(cfg.bilm)) if cfg.use_lm else None
-        if self.bilm is not None:
+        self.bilm = None
+        if cfg.use_lm:
+            self.bilm = bilm if bilm is not None else CoVe(cfg.cove) if cfg.lm == "cove" else ELMo(cfg.bilm)
             self.bilm.requires_grad_(False)
+        self.cove = cfg.use_lm and cfg.lm == "cove"
+        # lm="cove": each word's row of CoVe's GloVe table (the task's words saved, added ones rebuilt)
+        self.register_buffer("lm_ids", torch.zeros(len(words), dtype=torch.long), persistent=self.cove)
+        self.register_buffer("lm_added", torch.zeros(0, dtype=torch.long), persistent=False)
         lm_dim = self.bilm.dim if self.bilm is not None else 0
         at_input = self.bilm is not None and cfg.lm_at == "input"
         self.mix = ScalarMix(self.bilm.cfg.n_layers + 1) if at_input else None  # token layer + each biLSTM
@@ -101,7 +119,7 @@ class TagLM(nn.Module):
         """The character tables (the tagger's and the biLM's) for a word list, index = word id."""
         table = char_table(words, self.cfg.max_chars)
         self.chars = table.to(self.chars.device)
-        if self.bilm is not None:
+        if self.bilm is not None and not self.cove:  # CoVe's rows for the words: lm_ids, set by the builder
             self.bilm.set_words(words)
 
     def add_words(self, words: list[str]) -> list[int]:
@@ -110,7 +128,10 @@ class TagLM(nn.Module):
         start = self.chars.size(0)
         if words:
             self.chars = torch.cat([self.chars, rows.to(self.chars.device)])
-            if self.bilm is not None:
+            if self.cove:
+                added = torch.tensor(self.bilm.add_words(words), dtype=torch.long, device=self.lm_added.device)
+                self.lm_added = torch.cat([self.lm_added, added])
+            elif self.bilm is not None:
                 self.bilm.add_words(words)
         return list(range(start, start + len(words)))
 
@@ -136,14 +157,14 @@ class TagLM(nn.Module):
         x = [self.embedding(words), chars]  # the token representation: (B, T, word_dim + F)
         lm = None
         if self.bilm is not None:
-            with torch.no_grad():
-                lm = self.bilm(ids, mask)  # layers: token, then each biLSTM, (B, T, 2 bilm.dim) each
+            with torch.no_grad():  # layers: token (or [GloVe; 0]), then each biLSTM, (B, T, bilm.dim) each
+                lm = self.bilm(torch.cat([self.lm_ids, self.lm_added])[ids] if self.cove else ids, mask)
         if self.mix is not None:  # ELMo: the mixed layers beside the token representation
             x.append(self.mix([layer.float() for layer in lm.layers]).to(chars.dtype))
         h1 = self._packed(self.rnn1, self.drop(torch.cat(x, dim=-1)), lengths)  # (B, T, 2 hidden)
         x2 = h1
         if lm is not None and self.mix is None:  # TagLM: the top layer beside RNN 1's states
-            x2 = torch.cat([h1, lm.hidden.to(h1.dtype)], dim=-1)  # (B, T, 2 hidden + 2 bilm.dim)
+            x2 = torch.cat([h1, lm.hidden.to(h1.dtype)], dim=-1)  # (B, T, 2 hidden + bilm.dim)
         h2 = self._packed(self.rnn2, self.drop(x2), lengths)
         return EncoderOutput(hidden=h2, layers=[h1, h2])
 

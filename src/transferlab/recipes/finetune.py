@@ -201,10 +201,11 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
 
 
 def _taglm_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
-    """TagLM: a tagger of its own on the task's words, the frozen biLM of ``--pretrained`` inside."""
-    if cfg.taglm.use_lm and (not cfg.pretrained or bb.checkpoint_family(cfg.pretrained) != "elmo"):
-        raise ValueError("--encoder taglm needs --pretrained: a `transferlab pretrain bilm` checkpoint (or "
-                         "--taglm.use_lm=false for the baseline tagger without one)")
+    """TagLM: a tagger of its own on the task's words, the frozen biLM (or CoVe MT-LSTM) of
+    ``--pretrained`` inside."""
+    if cfg.taglm.use_lm and (not cfg.pretrained or bb.checkpoint_family(cfg.pretrained) not in ("elmo", "cove")):
+        raise ValueError("--encoder taglm needs --pretrained: a `transferlab pretrain bilm` checkpoint (ELMo), or "
+                         "a `pretrain mt` one (CoVe), or --taglm.use_lm=false for the baseline tagger without one")
     if not cfg.taglm.use_lm and cfg.pretrained:
         raise ValueError("--taglm.use_lm=false is the tagger without a biLM: leave --pretrained out")
     wv = None
