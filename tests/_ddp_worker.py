@@ -1,7 +1,8 @@
 """Run by tests/test_distributed.py under torchrun (and imported by it for the 1-process run).
 
 A tiny MLP classifier, dropout off, a deterministic dataset in global batches of 8, AdamW, a
-lower layer unfrozen at epoch 1 (so DDP is re-wrapped), 3 epochs of 4 steps.
+lower layer unfrozen at epoch 1 (so DDP is re-wrapped), 3 epochs of 4 steps. ``heads``: a shared
+trunk and two task heads, each step training one of them (GenSen's sampling), 2 epochs.
 """
 
 import sys
@@ -44,11 +45,40 @@ def train(out_dir=None, threads: int = 0):
     return model, result
 
 
+class TwoHeads(nn.Module):
+    """A shared trunk and a head per task; a batch's ``task`` picks the head (the other is unused)."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Sequential(nn.Linear(5, 16), nn.Tanh())
+        self.heads = nn.ModuleList([nn.Linear(16, 3), nn.Linear(16, 2)])
+
+    def forward(self, batch):
+        return nn.functional.cross_entropy(self.heads[batch["task"]](self.trunk(batch["x"])), batch["labels"])
+
+
+def train_heads(out_dir=None, threads: int = 0):
+    torch.manual_seed(0)
+    model = TwoHeads()
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(32, 5, generator=g)
+    ys = [(x[:, 0] > 0).long() + (x[:, 1] > 0).long(), (x[:, 2] > 0).long()]
+
+    def data(epoch):
+        order = torch.randperm(32, generator=torch.Generator().manual_seed(epoch))
+        return [{"x": x[order[i:i + 8]], "labels": ys[(i // 8 + epoch) % 3 % 2][order[i:i + 8]],
+                 "task": (i // 8 + epoch) % 3 % 2} for i in range(0, 32, 8)]
+
+    cfg = TrainConfig(lr=1e-2, epochs=2, clip=1.0, log_every=2, progress=False, threads=threads)
+    result = fit(model, lambda m, batch: m(batch), data, cfg, out_dir=out_dir, find_unused_parameters=True)
+    return model, result
+
+
 if __name__ == "__main__":
     import torch.distributed as dist
 
     out = Path(sys.argv[1])
-    model, result = train(out / "run", threads=1)
+    model, result = (train_heads if sys.argv[2:] == ["heads"] else train)(out / "run", threads=1)
     rank = dist.get_rank()
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / f"rank{rank}.safetensors"),
               metadata={"best": repr(result.best), "step": str(result.step), "history": repr(result.history)})

@@ -27,13 +27,17 @@ def _read(path):
         return {k: f.get_tensor(k) for k in f.keys()}, f.metadata()
 
 
-def test_two_processes_match_one(tmp_path):
+def _torchrun(tmp_path, *args):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     env["OMP_NUM_THREADS"] = "1"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(WORKER), str(tmp_path)]
+           str(WORKER), str(tmp_path), *args]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_two_processes_match_one(tmp_path):
+    _torchrun(tmp_path)
 
     model, result = _worker_module().train()
     (w0, meta0), (w1, meta1) = _read(tmp_path / "rank0.safetensors"), _read(tmp_path / "rank1.safetensors")
@@ -49,3 +53,14 @@ def test_two_processes_match_one(tmp_path):
     assert load_checkpoint(run / "last").state["step"] == 12
     lines = (run / "metrics.jsonl").read_text().splitlines()
     assert sum('"loss"' in line for line in lines) == 6  # log_every=2 over 12 steps
+
+
+def test_a_head_unused_in_a_step_trains_under_ddp(tmp_path):
+    """GenSen's case: each step trains one task's head, the other's parameters get no gradient.
+    With ``find_unused_parameters=True`` two processes still equal one (DDP stops without it)."""
+    _torchrun(tmp_path, "heads")
+    model, result = _worker_module().train_heads()
+    w0, meta0 = _read(tmp_path / "rank0.safetensors")
+    assert meta0["step"] == str(result.step) == "8"
+    for name, ref in model.state_dict().items():
+        torch.testing.assert_close(w0[name], ref, rtol=0, atol=1e-6)

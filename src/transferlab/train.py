@@ -16,6 +16,9 @@ what makes an interrupted run resume exactly.
 - Under ``torchrun`` each rank trains on its contiguous slice of every global batch inside
   ``DistributedDataParallel``. The loss function then receives the DDP wrapper, so it must only
   *call* the model (``model(ids, mask)``), never reach into its submodules (``model.encoder``).
+  A model whose steps leave some trainable parameters unused (a multi-task model that samples one
+  task's head per step: GenSen) passes ``fit(..., find_unused_parameters=True)``, DDP's own
+  switch for it; without it DDP stops at the second step waiting for those gradients.
 """
 
 from __future__ import annotations
@@ -156,8 +159,9 @@ class Trainer:
     """
 
     def __init__(self, model: nn.Module, cfg: TrainConfig, total_steps: int, groups: list[dict],
-                 device: torch.device, world: int = 1):
+                 device: torch.device, world: int = 1, find_unused_parameters: bool = False):
         self.model, self.cfg, self.total_steps, self.device, self.world = model, cfg, total_steps, device, world
+        self.find_unused_parameters = find_unused_parameters
         self.step = 0
         self.epoch = 0
         self.net: nn.Module = model  # what the loss function calls: the DDP wrapper when distributed
@@ -189,7 +193,8 @@ class Trainer:
         if trainable != self._trainable:
             self.net = self.model  # drop the old wrapper (and its gradient hooks) first
             ids = [self.device.index] if self.device.type == "cuda" else None
-            self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids)
+            self.net = nn.parallel.DistributedDataParallel(self.model, device_ids=ids,
+                                                           find_unused_parameters=self.find_unused_parameters)
             self._trainable = trainable
 
     def _prepare(self, group: dict, index: int) -> dict:
@@ -230,12 +235,13 @@ def fit(model: nn.Module, loss_fn: Callable[[nn.Module, dict], Tensor], data: Ca
         evaluate: Callable[[nn.Module], dict[str, float]] | None = None, metric: str | None = None,
         mode: Literal["max", "min"] = "max", out_dir: str | Path | None = None, config: dict | None = None,
         files: dict | None = None, on_epoch_start: Callable[[int, Trainer], None] | None = None,
-        steps_per_epoch: int | None = None, resume: bool = True) -> FitResult:
+        steps_per_epoch: int | None = None, resume: bool = True, find_unused_parameters: bool = False) -> FitResult:
     """Train ``model`` on ``loss_fn`` over ``data(0), data(1), ...``; see the module docstring.
 
     Steps per epoch are ``steps_per_epoch`` if given (optimizer steps; the epoch is cut there),
     else ``ceil(len(data(epoch)) / grad_accum)``. With ``out_dir`` and ``resume``, a run whose
     ``out_dir/last`` exists continues from it and ends exactly where an uninterrupted run would.
+    ``find_unused_parameters`` is DDP's, for a model whose steps leave some parameters unused.
     """
     if metric is not None and evaluate is None:
         raise ValueError(f"fit(metric={metric!r}) needs an evaluate= function")
@@ -262,7 +268,7 @@ def fit(model: nn.Module, loss_fn: Callable[[nn.Module, dict], Tensor], data: Ca
     total = cfg.steps or cfg.epochs * spe
     if groups is None:
         groups = [{"params": [p for p in model.parameters() if p.requires_grad], "name": "all"}]
-    trainer = Trainer(model, cfg, total, groups, device, world)
+    trainer = Trainer(model, cfg, total, groups, device, world, find_unused_parameters)
     run = _Run(trainer, loss_fn, evaluate, metric, mode, out if rank == 0 else None,
                config if config is not None else {"train": to_dict(cfg)}, files, rank)
     if ckpt is not None:

@@ -172,7 +172,8 @@ def run(cfg: PretrainGenSenConfig) -> dict:
     result = fit(model, gensen_loss, batches, cfg.train, evaluate=lambda m: scores(m, "valid"),
                  metric=f"valid_{SELECT}", mode="min", out_dir=out,
                  config=to_dict(cfg) | {"sentence_rnn": to_dict(rnn_cfg), "labels": labels},
-                 files={"vocab": vocab.to_dict(), "mt_tokenizer": german.to_dict()})
+                 files={"vocab": vocab.to_dict(), "mt_tokenizer": german.to_dict()},
+                 find_unused_parameters=True)  # a step trains one task's head: under DDP the others are unused
     wall = time.perf_counter() - start
     best = load_gensen(out / "best")[0].to(next(model.parameters()).device)
     y_train, y_test = np.array(pair_ids["train"][2]), np.array(pair_ids["test"][2])
