@@ -2,7 +2,8 @@
 NER, pretrained against the same model from random weights, 3 seeds.
 
     TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/mlm_transfer.py \\
-        [--pretrained runs/bench/mlm-1h/best] [--tasks sst2,mrpc,conll2003] [--seeds 0,1,2]
+        [--pretrained runs/bench/mlm-1h/best] [--tasks sst2,mrpc,conll2003] [--seeds 0,1,2] \\
+        [--set task.pooling=mean --set task.pooler=false --out DIR --record NAME]
 
 1. The MLM: ``--pretrained DIR`` (default ``runs/bench/mlm-1h/best``); when that folder holds no
    checkpoint, ``transferlab pretrain mlm --budget 1h --out runs/bench/mlm-1h`` is run first (a
@@ -12,7 +13,8 @@ NER, pretrained against the same model from random weights, 3 seeds.
    the same command with ``--reinit=true``: the same tokenizer and shape, random weights, so the
    two differ only in the pretrained weights. Both at the Transformer defaults
    (``configs/defaults_transformer.toml``: AdamW 1e-4, linear decay after 10% warm-up) with the
-   task's epochs below.
+   task's epochs below. ``--set KEY=VALUE`` (repeatable) adds a finetune override to every cell
+   of both arms (an ablation of the fine-tuning recipe; give it its own ``--out`` and ``--record``).
 
 One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips the cells already there.
 Figures (means over seeds): ``sst2_1000_acc_pretrained``/``_scratch`` and ``gain_points`` (SST-2
@@ -54,13 +56,14 @@ def pretrain(checkpoint: Path) -> dict:
     return json.loads(done.read_text())
 
 
-def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path, threads: int = 2) -> dict:
+def finetune_cell(checkpoint: str, task: str, method: str, seed: int, out: Path, threads: int = 2,
+                  extra: tuple[str, ...] = ()) -> dict:
     labels, epochs, max_len, _, _ = TASKS[task]
     cfg = finetune.load_finetune_config(None, [
         'encoder="transformer"', f'pretrained="{checkpoint}"', f"reinit={str(method == 'scratch').lower()}",
         f'data.task="{task}"', f"data.train_size={labels}", f"data.subset_seed={seed}", f"data.max_len={max_len}",
         f"train.epochs={epochs}", f"train.seed={seed}", f"train.threads={threads}", "train.log_every=0",
-        "train.progress=false", f'out="{out}"'])
+        "train.progress=false", f'out="{out}"', *extra])
     return finetune.run(cfg)
 
 
@@ -73,6 +76,8 @@ def main() -> None:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--record", default="mlm_transfer", help="the results/NAME.json to write")
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a finetune override for every cell (e.g. task.pooling=mean); repeatable")
     args = ap.parse_args()
     out, tasks = Path(args.out), args.tasks.split(",")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -86,7 +91,8 @@ def main() -> None:
             for method in METHODS:
                 if (task, method, seed) in rows:
                     continue
-                s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}", args.threads)
+                s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}", args.threads,
+                                  tuple(args.set))
                 score = s[TASKS[task][4]]
                 row = {"task": task, "method": method, "seed": seed, "score": score, "wall_s": s["wall_s"],
                        "train_size": s["train_size"]}
@@ -107,7 +113,7 @@ def main() -> None:
         print(f"{task}: pretrained {figures[f'{name}_pretrained']:.4f} vs scratch {figures[f'{name}_scratch']:.4f}"
               f" ({figures[gain]:+.1f} points)")
     figures |= {"mlm_valid_loss": mlm["valid_mlm_loss"], "mlm_wall_s": mlm["wall_s"]}
-    write_result(args.record, figures, per_seed=per_seed, mlm=mlm,
+    write_result(args.record, figures, per_seed=per_seed, mlm=mlm, overrides=args.set,
                  train_sizes={t: rows[(t, "pretrained", s)]["train_size"] for (t, m, s) in rows if m == "pretrained"})
 
 
