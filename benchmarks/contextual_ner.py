@@ -19,6 +19,11 @@ and McCann et al. 2017 that contextual beats static.
    - ``glove_cove``: the same tagger with CoVe at its input (McCann et al. 2017's ``[GloVe; CoVe]``
      as a task model's input: the frozen MT-LSTM's layers, mixed the same way, beside the word and
      character vectors; the tagger keeps its cased words, CoVe reads their lower-cased GloVe rows);
+   - ``glove_cove_static`` and ``glove_elmo_static``: the static controls of those two, the same
+     tagger and frozen model with only its layer 0 at the input (``--taglm.lm_layers=[0]``):
+     ``[GloVe; 0]`` from CoVe's table, which has a GloVe row for any word GloVe knows, test words
+     unseen in training included (the ``glove`` tagger's own embedding has rows for the training
+     words only), and ELMo's character-CNN token layer;
    - ``elmo``: our ELMo frozen, its layers mixed by a learned scalar mix under a softmax tag
      head (``--adapt=features``, Peters et al. 2018's feature use);
    - ``cove``: ``[GloVe; CoVe]`` from the frozen MT-LSTM under the same kind of head;
@@ -54,6 +59,11 @@ METHODS = {
                    "train.epochs=5"],
     "glove_cove": ['encoder="taglm"', 'pretrained="{mt}"', 'taglm.lm_at="input"', 'vectors="glove-6b-50d"',
                    "train.epochs=5"],
+    # the static controls of the two taggers with an LM at the input: the same run, layer 0 only
+    "glove_cove_static": ['encoder="taglm"', 'pretrained="{mt}"', 'taglm.lm_at="input"', "taglm.lm_layers=[0]",
+                          'vectors="glove-6b-50d"', "train.epochs=5"],
+    "glove_elmo_static": ['encoder="taglm"', 'pretrained="{bilm}"', 'taglm.lm_at="input"', "taglm.lm_layers=[0]",
+                          'vectors="glove-6b-50d"', "train.epochs=5"],
     "elmo": ['encoder="elmo"', 'pretrained="{bilm}"', 'adapt="features"', "train.epochs=5"],
     "cove": ['encoder="cove"', 'pretrained="{mt}"', 'adapt="features"', "train.epochs=5"],
     # the static controls of the two feature rows: the same frozen model and head, layer 0 only
@@ -91,9 +101,9 @@ def main() -> None:
     log = out / "runs.jsonl"
     rows = finished_rows(log, "method", "seed")
     models, reported = {}, set(methods) | {m for m, _ in rows}  # the JSON reports every finished row
-    if {"taglm", "glove_elmo", "elmo", "elmo_tokens"} & reported:
+    if {"taglm", "glove_elmo", "glove_elmo_static", "elmo", "elmo_tokens"} & reported:
         models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
-    if {"glove_cove", "cove", "cove_glove"} & reported:
+    if {"glove_cove", "glove_cove_static", "cove", "cove_glove"} & reported:
         models["mt"] = pretrained("mt", Path(args.mt), args.threads)
     for seed in map(int, args.seeds.split(",")):
         for method in methods:

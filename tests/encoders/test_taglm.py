@@ -5,6 +5,7 @@ taglm`` -> ``evaluate``/``predict`` learns a tagging rule and reloads to the sam
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -212,3 +213,22 @@ def test_keep_added_makes_added_rows_part_of_the_saved_table():
     assert ids == [1, 6] and cove.cfg.vocab_size == 7 and cove.state_dict()["vectors"].shape == (7, 4)
     assert torch.equal(cove.embed(torch.tensor([ids])), before) and cove.extra.size(0) == 0
     assert cove.add_words(["quokka"]) == [6]
+
+
+def test_lm_layers_mixes_only_the_chosen_layers():
+    """``lm_layers=(0,)``: the static control, the LM's token layer alone at the input."""
+    torch.manual_seed(0)
+    cfg = TagLMConfig(vocab_size=len(WORDS), word_dim=5, max_chars=12, char_dim=4, char_filters=((2, 3),),
+                      hidden_dim=7, dropout=0.0, bilm=BILM, lm_at="input", lm_layers=(0,))
+    m = TagLM(cfg, WORDS, bilm=ELMo(BILM, WORDS)).eval()
+    assert m.mix.weights.numel() == 1
+    ids = torch.tensor([[4, 5, 6]])
+    with torch.no_grad():
+        token_layer = m.bilm(ids).layers[0]
+        chars = m.char_cnn(m.chars[ids].reshape(3, -1)).reshape(1, 3, -1)
+        h1 = m.rnn1(torch.cat([m.embedding(ids), chars, token_layer], -1))[0]  # one layer: weight 1, gamma 1
+        assert torch.allclose(m(ids).hidden, m.rnn2(h1)[0], atol=1e-5)
+    with pytest.raises(ValueError, match="lm_layers"):
+        TagLMConfig(lm_layers=(0,))  # only at the input
+    with pytest.raises(ValueError, match="layers 0-2"):
+        TagLM(dataclasses.replace(cfg, lm_layers=(3,)), WORDS, bilm=ELMo(BILM, WORDS))

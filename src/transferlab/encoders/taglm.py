@@ -30,7 +30,8 @@ architecture otherwise, so the two differ only in what the biLM adds.
 section 3.3): every biLM layer, weighed by a learned :class:`~transferlab.encoders.elmo.ScalarMix`
 (softmax weights and a scale), concatenated with the token representation of step 1 before the
 first RNN layer; the second layer then reads layer 1 alone. The biLM stays frozen; the mix trains
-with the token layer.
+with the token layer. ``lm_layers`` picks the layers mixed: ``[0]``, the LM's token layer alone
+(ELMo's character CNN, CoVe's ``[GloVe; 0]``), is the static control that says what context adds.
 
 ``layers`` are the two RNN layers' outputs (``2 * hidden_dim`` each), ``hidden`` the second.
 ``layer_groups()`` holds only what trains (token layer, RNN 1, RNN 2): the biLM stays frozen.
@@ -74,6 +75,9 @@ class TagLMConfig:
     # where the biLM goes in: "layer1", TagLM's top layer after the first RNN; "input", ELMo's
     # scalar mix of all its layers beside the token representation (Peters et al. 2018)
     lm_at: Literal["layer1", "input"] = "layer1"
+    # lm_at="input": the LM layers the scalar mix reads (0 = the token layer: ELMo's character CNN,
+    # CoVe's [GloVe; 0]); empty = all of them. `[0]` is the static control of a contextual row.
+    lm_layers: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("word_dim", "max_chars", "char_dim", "hidden_dim"):
@@ -83,6 +87,10 @@ class TagLMConfig:
             raise ValueError(f"taglm.dropout must be in [0, 1), got {self.dropout}")
         if not self.char_filters or any(w < 1 or n < 1 for w, n in self.char_filters):
             raise ValueError(f"taglm.char_filters must be (width, count) pairs >= 1, got {self.char_filters}")
+        if self.lm_layers and self.lm_at != "input":
+            raise ValueError("taglm.lm_layers chooses the layers mixed at the input: it needs taglm.lm_at='input'")
+        if len(set(self.lm_layers)) != len(self.lm_layers) or any(i < 0 for i in self.lm_layers):
+            raise ValueError(f"taglm.lm_layers must be distinct layer indices >= 0, got {self.lm_layers}")
 
 
 class TagLM(nn.Module):
@@ -106,7 +114,11 @@ class TagLM(nn.Module):
         self.register_buffer("lm_added", torch.zeros(0, dtype=torch.long), persistent=False)
         lm_dim = self.bilm.dim if self.bilm is not None else 0
         at_input = self.bilm is not None and cfg.lm_at == "input"
-        self.mix = ScalarMix(self.bilm.cfg.n_layers + 1) if at_input else None  # token layer + each biLSTM
+        n_layers = self.bilm.cfg.n_layers + 1 if self.bilm is not None else 0  # token layer + each biLSTM
+        if any(i >= n_layers for i in cfg.lm_layers) and self.bilm is not None:
+            raise ValueError(f"taglm.lm_layers {cfg.lm_layers}: the LM has layers 0-{n_layers - 1}")
+        self.lm_layers = list(cfg.lm_layers or range(n_layers))
+        self.mix = ScalarMix(len(self.lm_layers)) if at_input else None
         self.rnn1 = rnn(cfg.word_dim + self.char_cnn.dim + (lm_dim if at_input else 0), cfg.hidden_dim,
                         batch_first=True, bidirectional=True)
         self.rnn2 = rnn(2 * cfg.hidden_dim + (0 if at_input else lm_dim), cfg.hidden_dim, batch_first=True,
@@ -160,7 +172,7 @@ class TagLM(nn.Module):
             with torch.no_grad():  # layers: token (or [GloVe; 0]), then each biLSTM, (B, T, bilm.dim) each
                 lm = self.bilm(torch.cat([self.lm_ids, self.lm_added])[ids] if self.cove else ids, mask)
         if self.mix is not None:  # ELMo: the mixed layers beside the token representation
-            x.append(self.mix([layer.float() for layer in lm.layers]).to(chars.dtype))
+            x.append(self.mix([lm.layers[i].float() for i in self.lm_layers]).to(chars.dtype))
         h1 = self._packed(self.rnn1, self.drop(torch.cat(x, dim=-1)), lengths)  # (B, T, 2 hidden)
         x2 = h1
         if lm is not None and self.mix is None:  # TagLM: the top layer beside RNN 1's states
