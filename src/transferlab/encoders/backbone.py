@@ -326,9 +326,8 @@ def taglm_backbone(lm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[s
     elif fam == "cove":  # CoVe reads its own GloVe rows of the tagger's words; the tagger keeps its text
         lm, cove_vocab, cove_config = load_cove(lm_path)
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
-    lm_ids = None
-    if fam == "cove":
-        lm_ids = cove_rows(lm, cove_vocab, recorded_text(cove_config, TextConfig()).lower, vocab.itos)
+    lm_ids = (cove_rows(lm, cove_vocab, recorded_text(cove_config, TextConfig()).lower, vocab.itos)
+              if fam == "cove" else None)
     tcfg = dataclasses.replace(cfg, vocab_size=len(vocab), pad_id=vocab.pad_id, unk_id=vocab.unk_id,
                                word_dim=word_dim or cfg.word_dim, lm=fam or cfg.lm,
                                bilm=lm.cfg if fam == "elmo" else cfg.bilm, cove=lm.cfg if fam == "cove" else cfg.cove)

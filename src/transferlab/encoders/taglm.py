@@ -108,9 +108,9 @@ class TagLM(nn.Module):
         if cfg.use_lm:
             self.bilm = bilm if bilm is not None else CoVe(cfg.cove) if cfg.lm == "cove" else ELMo(cfg.bilm)
             self.bilm.requires_grad_(False)
-        self.cove = cfg.use_lm and cfg.lm == "cove"
+        self.reads_cove = cfg.use_lm and cfg.lm == "cove"
         # lm="cove": each word's row of CoVe's GloVe table (the task's words saved, added ones rebuilt)
-        self.register_buffer("lm_ids", torch.zeros(len(words), dtype=torch.long), persistent=self.cove)
+        self.register_buffer("lm_ids", torch.zeros(len(words), dtype=torch.long), persistent=self.reads_cove)
         self.register_buffer("lm_added", torch.zeros(0, dtype=torch.long), persistent=False)
         lm_dim = self.bilm.dim if self.bilm is not None else 0
         at_input = self.bilm is not None and cfg.lm_at == "input"
@@ -131,7 +131,7 @@ class TagLM(nn.Module):
         """The character tables (the tagger's and the biLM's) for a word list, index = word id."""
         table = char_table(words, self.cfg.max_chars)
         self.chars = table.to(self.chars.device)
-        if self.bilm is not None and not self.cove:  # CoVe's rows for the words: lm_ids, set by the builder
+        if self.bilm is not None and not self.reads_cove:  # CoVe's rows for the words: lm_ids, set by the builder
             self.bilm.set_words(words)
 
     def add_words(self, words: list[str]) -> list[int]:
@@ -140,7 +140,7 @@ class TagLM(nn.Module):
         start = self.chars.size(0)
         if words:
             self.chars = torch.cat([self.chars, rows.to(self.chars.device)])
-            if self.cove:
+            if self.reads_cove:
                 added = torch.tensor(self.bilm.add_words(words), dtype=torch.long, device=self.lm_added.device)
                 self.lm_added = torch.cat([self.lm_added, added])
             elif self.bilm is not None:
@@ -170,8 +170,8 @@ class TagLM(nn.Module):
         lm = None
         if self.bilm is not None:
             with torch.no_grad():  # layers: token (or [GloVe; 0]), then each biLSTM, (B, T, bilm.dim) each
-                lm = self.bilm(torch.cat([self.lm_ids, self.lm_added])[ids] if self.cove else ids, mask)
-        if self.mix is not None:  # ELMo: the mixed layers beside the token representation
+                lm = self.bilm(torch.cat([self.lm_ids, self.lm_added])[ids] if self.reads_cove else ids, mask)
+        if self.mix is not None:  # ELMo's use: the mixed LM layers beside the token representation
             x.append(self.mix([lm.layers[i].float() for i in self.lm_layers]).to(chars.dtype))
         h1 = self._packed(self.rnn1, self.drop(torch.cat(x, dim=-1)), lengths)  # (B, T, 2 hidden)
         x2 = h1
