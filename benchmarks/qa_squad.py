@@ -81,7 +81,8 @@ def ours(task: str, args, test: str, out: Path) -> dict:
         'encoder="minilm-l6"', f'data.task="{task}"', f'data.test="{test}"', f"data.train_size={args.train_size}",
         f"data.valid_size={args.valid_size}", f"data.batch_size={BATCH}", f"train.lr={LR}",
         f"train.epochs={args.epochs}", 'train.schedule="linear"', "train.warmup=0", "train.weight_decay=0",
-        "train.beta2=0.999", "train.clip=1.0", f"train.seed={SEED}", "train.threads=2", "train.log_every=0",
+        "train.beta2=0.999", "train.clip=1.0", f"train.seed={SEED}", f"train.threads={args.threads}",
+        f'train.precision="{args.precision}"', f"train.save_minutes={10 if args.no_hf else 0}", "train.log_every=0",
         f'out="{out}"'])
     s = finetune.run(cfg)
     return {k.removeprefix("test_"): v for k, v in s.items() if k.startswith("test_")} | {
