@@ -122,8 +122,7 @@ def main() -> None:
     sizes = {t: [int(s) for s in args.sizes.split(",")] if args.sizes else list(TASKS[t][2]) for t in tasks}
     out = Path(args.out)
     log = out / "runs.jsonl"
-    rows = {k[:4]: r for k, r in finished_rows(log, "task", "size", "method", "seed", "precision").items()
-            if k[4] == args.precision}
+    rows = finished_rows(log, "task", "size", "method", "seed", precision=args.precision)
     failed: dict[str, str] = {}
     suffix = "" if args.precision == "auto" else f"-{args.precision}"
     for task in tasks:

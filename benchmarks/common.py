@@ -42,9 +42,10 @@ def append_row(path: Path, row: dict) -> None:
         f.write(json.dumps(row) + "\n")
 
 
-def finished_rows(path: Path, *key: str) -> dict[tuple, dict]:
-    """The rows of a benchmark's ``runs.jsonl`` by ``key`` fields; a half-written last line (an
-    interrupted run) is skipped, so that cell runs again."""
+def finished_rows(path: Path, *key: str, **where) -> dict[tuple, dict]:
+    """The rows of a benchmark's ``runs.jsonl`` by ``key`` fields, only those whose fields equal
+    ``where``'s (e.g. ``precision="bf16"``: one table never mixes settings); a half-written last
+    line (an interrupted run) is skipped, so that cell runs again."""
     rows = {}
     if path.exists():
         for line in path.read_text().splitlines():
@@ -52,7 +53,8 @@ def finished_rows(path: Path, *key: str) -> dict[tuple, dict]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            rows[tuple(row[k] for k in key)] = row
+            if all(row.get(k) == v for k, v in where.items()):
+                rows[tuple(row[k] for k in key)] = row
     return rows
 
 

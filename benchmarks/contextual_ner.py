@@ -101,10 +101,9 @@ def main() -> None:
     log = out / "runs.jsonl"
     rows = finished_rows(log, "method", "seed")
     models, reported = {}, set(methods) | {m for m, _ in rows}  # the JSON reports every finished row
-    if {"taglm", "glove_elmo", "glove_elmo_static", "elmo", "elmo_tokens"} & reported:
-        models["bilm"] = pretrained("bilm", Path(args.bilm), args.threads)
-    if {"glove_cove", "glove_cove_static", "cove", "cove_glove"} & reported:
-        models["mt"] = pretrained("mt", Path(args.mt), args.threads)
+    for kind, checkpoint in (("bilm", args.bilm), ("mt", args.mt)):  # the pretrained models those rows read
+        if any(f"{{{kind}}}" in o for m in reported for o in METHODS[m]):
+            models[kind] = pretrained(kind, Path(checkpoint), args.threads)
     for seed in map(int, args.seeds.split(",")):
         for method in methods:
             if (method, seed) in rows:

@@ -75,7 +75,7 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown method(s) {', '.join(unknown)}: choose from {', '.join(METHODS)}")
     log = out / "runs.jsonl"
-    rows = {k[:2]: r for k, r in finished_rows(log, "method", "seed", "precision").items() if k[2] == args.precision}
+    rows = finished_rows(log, "method", "seed", precision=args.precision)
     suffix = "" if args.precision == "auto" else f"-{args.precision}"
     for seed in map(int, args.seeds.split(",")):
         for method in methods:

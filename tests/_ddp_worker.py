@@ -66,8 +66,9 @@ def train_heads(out_dir=None, threads: int = 0):
 
     def data(epoch):
         order = torch.randperm(32, generator=torch.Generator().manual_seed(epoch))
-        return [{"x": x[order[i:i + 8]], "labels": ys[(i // 8 + epoch) % 3 % 2][order[i:i + 8]],
-                 "task": (i // 8 + epoch) % 3 % 2} for i in range(0, 32, 8)]
+        tasks = [(b + epoch) % 3 % 2 for b in range(4)]  # the head each of the 4 batches trains
+        return [{"x": x[order[8 * b:8 * b + 8]], "labels": ys[t][order[8 * b:8 * b + 8]], "task": t}
+                for b, t in enumerate(tasks)]
 
     cfg = TrainConfig(lr=1e-2, epochs=2, clip=1.0, log_every=2, progress=False, threads=threads)
     result = fit(model, lambda m, batch: m(batch), data, cfg, out_dir=out_dir, find_unused_parameters=True)

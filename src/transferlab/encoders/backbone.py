@@ -298,15 +298,16 @@ def checkpoint_family(path: str | Path) -> str | None:
 REBUILT = ("sentence_rnn", "fasttext")
 
 
-def load_bilm(path: str | Path) -> tuple[ELMo, Vocab]:
-    """The ELMo encoder of a ``pretrain bilm`` checkpoint (its softmax left out) and its vocabulary."""
+def load_bilm(path: str | Path) -> tuple[ELMo, Vocab, dict]:
+    """The ELMo encoder of a ``pretrain bilm`` checkpoint (its softmax left out), its vocabulary
+    and the run's config."""
     ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files or "elmo" not in ckpt.config:
         raise ValueError(f"{path}: not a `transferlab pretrain bilm` checkpoint (no elmo config and vocabulary)")
     vocab = Vocab.from_dict(ckpt.files["vocab"])
     encoder = ELMo(from_dict(ELMoConfig, ckpt.config["elmo"], "elmo."), vocab.itos)
     load_encoder_weights(encoder, path)
-    return encoder, vocab
+    return encoder, vocab, ckpt.config
 
 
 def taglm_backbone(lm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[str], text: TextConfig,
@@ -320,9 +321,8 @@ def taglm_backbone(lm_path: str | Path, cfg: TagLMConfig, train_text: Iterable[s
                          f"checkpoint")
     lm = None
     if fam == "elmo":
-        lm = load_bilm(lm_path)[0]
-        # the biLM reads the tagger's tokens: they follow its tokenization
-        text = trained_text(load_checkpoint(lm_path, json_only=True).config, text, lm_path)
+        lm, _, bilm_config = load_bilm(lm_path)
+        text = trained_text(bilm_config, text, lm_path)  # the biLM reads the tagger's tokens: its tokenization
     elif fam == "cove":  # CoVe reads its own GloVe rows of the tagger's words; the tagger keeps its text
         lm, cove_vocab, cove_config = load_cove(lm_path)
     vocab = Vocab.build((tokenizer(text)(t) for t in train_text), min_freq=min_freq)
@@ -418,7 +418,7 @@ def pretrained_backbone(path: Path, text: TextConfig, max_len: int | None, train
     if "tokenizer" in ckpt.files and "transformer" in ckpt.config:
         return transformer_backbone(TransformerConfig(), SubwordConfig(), str(path), (), text.lower, max_len)
     if "vocab" in ckpt.files and "elmo" in ckpt.config:  # pretrain bilm: ELMo without its softmax
-        encoder, vocab = load_bilm(path)
+        encoder, vocab, _ = load_bilm(path)
         return word_backbone(encoder, vocab, text, max_len, pretrained=True, fam="elmo")
     if "vocab" in ckpt.files and "cove" in ckpt.config:  # pretrain mt: CoVe's MT-LSTM without its decoder
         return cove_backbone(path, text, max_len, trainable)

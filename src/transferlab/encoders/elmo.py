@@ -71,7 +71,6 @@ class ELMoConfig:
             raise ValueError(f"elmo.max_chars={self.max_chars} is shorter than the widest filter")
 
 
-
 class ScalarMix(nn.Module):
     """ELMo's learned layer combination: ``gamma * sum_j softmax(w)_j * layers[j]``."""
 
