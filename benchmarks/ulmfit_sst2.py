@@ -3,7 +3,7 @@ and the paper's ablation at 1,000 labels: ULMFiT without discriminative learning
 without slanted triangular learning rates, without gradual unfreezing.
 
     TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/ulmfit_sst2.py \
-        --pretrained runs/bench/lm-1h/best [--sizes 100,1000,0] [--seeds 0,1,2]
+        --pretrained runs/bench/lm-1h/best [--sizes 100,1000,0] [--seeds 0,1,2] [--threads 1]
 
 One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips the cells already there.
 The target-task LM fine-tuning on SST-2's text (labels unused) is done once and shared.
@@ -52,6 +52,7 @@ def main() -> None:
                     help="seeds for the all-labels cells (each run is long on a CPU); default --seeds")
     ap.add_argument("--no-ablations", action="store_true", help="skip the ablation cells at 1,000 labels")
     ap.add_argument("--record", default="ulmfit_sst2", help="the results/NAME.json to write")
+    ap.add_argument("--threads", type=int, default=0, help="train.threads (0 = torch's default)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -65,7 +66,8 @@ def main() -> None:
         if (method, size, seed) in finished:
             continue
         overrides = [f"data.train_size={size}", f"data.subset_seed={seed}", f"train.seed={seed}",
-                     f'lm_finetune.out="{out / "lm-sst2"}"', f'out="{out / f"{method}-{size}-{seed}"}"']
+                     f'lm_finetune.out="{out / "lm-sst2"}"', f'out="{out / f"{method}-{size}-{seed}"}"',
+                     f"train.threads={args.threads}"]
         if method != "scratch":
             overrides.append(f'pretrained="{args.pretrained}"')
         else:  # the same AWD-LSTM as the pretrained one, from random weights
