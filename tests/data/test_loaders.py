@@ -42,6 +42,17 @@ def test_path_errors_name_what_is_missing(write):
         path_examples(write("a.xml", "<x/>"))
 
 
+def test_task_names_a_catalog_entry_and_a_file_goes_to_train(write, monkeypatch, tmp_path):
+    """``--task my.tsv`` is a user's slip for ``--train my.tsv``: the error says so, naming both flags."""
+    from transferlab.data.tasks import TaskDataConfig
+
+    write("mine.tsv", "text\tlabel\ngood\tpos\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"data.task takes a catalog name.*--train mine.tsv"):
+        TaskDataConfig(task="mine.tsv")
+    assert TaskDataConfig(task="sst2").task == "sst2"  # a catalog name still is one
+
+
 def test_texts_of_every_example_kind():
     qa = [QAExample("1", "q1?", "ctx"), QAExample("2", "q2?", "ctx"), QAExample("3", "q3?", "other")]
     got = list(texts([TextExample("t"), PairExample("a", "b"), TaggedSentence(("x", "y"), ("1", "2"))] + qa))

@@ -17,6 +17,18 @@ def test_a_user_corpus_holds_out_lines_for_valid_and_test(corpus):
     assert texts == {s: list(v) for s, v in lm_texts(d).items()}  # the same lines every time
 
 
+def test_a_jsonl_corpus_reads_its_text_field(tmp_path):
+    """A JSONL dump (one object per line, as the hub's datasets write them) pretrains on its
+    ``text`` field; other fields are ignored, and a line without ``text`` is named."""
+    rows = "".join(f'{{"id": {i}, "text": "line {i} of the corpus", "meta": {{"src": "x"}}}}\n' for i in range(200))
+    (tmp_path / "c.jsonl").write_text(rows)
+    texts = {split: list(lines) for split, lines in lm_texts(LMDataConfig(corpus=str(tmp_path / "c.jsonl"))).items()}
+    assert sorted(sum(texts.values(), [])) == sorted(f"line {i} of the corpus" for i in range(200))
+    (tmp_path / "bad.jsonl").write_text('{"text": "one"}\n{"body": "two"}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl, line 2, field 'text'"):
+        list(lm_texts(LMDataConfig(corpus=str(tmp_path / "bad.jsonl")))["train"])
+
+
 def test_valid_and_test_files_are_used_as_given(corpus, tmp_path):
     (tmp_path / "v.txt").write_text("the movie was good\n")
     (tmp_path / "t.txt").write_text("a dull plot\n")

@@ -330,5 +330,5 @@ def test_load_vectors_rejects_what_it_cannot_read(tmp_path):
         load_vectors(tmp_path / "v.csv")
     with pytest.raises(DataError, match="not word vectors"):
         load_vectors("sst2")
-    with pytest.raises(CatalogError, match="unknown dataset name 'glove-6b-51d'"):
+    with pytest.raises(CatalogError, match="unknown name 'glove-6b-51d'"):
         load_vectors("glove-6b-51d")

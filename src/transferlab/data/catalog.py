@@ -53,8 +53,8 @@ def _entry(name: str) -> tuple[str, CatalogEntry]:
         close = difflib.get_close_matches(key, list(CATALOG) + list(ALIASES), n=3, cutoff=0.5)
         close = list(dict.fromkeys(ALIASES.get(c, c) for c in close))  # an alias and its target: once
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise CatalogError(f"unknown dataset name {name!r}.{hint} "
-                           f"Known names: {', '.join(CATALOG)}. A file or folder path also works.")
+        raise CatalogError(f"unknown name {name!r}: not a catalog name, and no file or folder of that name "
+                           f"exists here.{hint} Known names: {', '.join(CATALOG)}.")
     return key, CATALOG[key]
 
 

@@ -231,7 +231,11 @@ def path_examples(path: Path, format: str | None = None, text_col: Column | None
 
 
 def path_texts(path: Path, **options) -> Iterable[str]:
-    """Text lines of a user's file or folder (a ``.txt`` or a folder of them: its lines)."""
-    if not options and _format_of(path, False) == "lines":
+    """Text lines of a user's file or folder (a ``.txt`` or a folder of them: its lines; a JSONL
+    file: its ``text`` field unless ``text_col`` names another, other fields ignored)."""
+    fmt = options.get("format") or _format_of(path, False)
+    if not options and fmt == "lines":
         return TextLines(path)
+    if fmt == "jsonl" and all(options.get(c) is None for c in ("text_col", "a_col", "b_col")):
+        options = {"ignore_extra": True, "label_optional": True, **options, "text_col": "text"}
     return Stream(texts, path_examples(path, **options))

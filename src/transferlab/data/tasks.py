@@ -61,6 +61,9 @@ class TaskDataConfig:
                              f"{self.eval_batch_size}")
         if not self.task and not self.train:
             raise ValueError("give a catalog task (--data.task) or a train file (--data.train)")
+        if self.task and not catalog.is_catalog_name(self.task) and Path(self.task).exists():
+            raise ValueError(f"data.task takes a catalog name, and {self.task!r} is a file or folder: "
+                             f"give your own data as --train {self.task} (data.train)")
         if self.max_len is not None and self.max_len < 0:
             raise ValueError(f"data.max_len must be >= 0 (0 = no limit), got {self.max_len}")
         if self.max_len == 0:
