@@ -344,7 +344,24 @@ def _examples(args):
         _check_labels(args.model, cfg, examples)
         return examples, args.data
     parsed = _model_kind(args.model) == "parse"  # a parser is scored on the treebank's trees
-    return load_task(TaskDataConfig(task=args.task), parsed)[args.split], f"{args.task} {args.split}"
+    if args.task:
+        return load_task(TaskDataConfig(task=args.task), parsed)[args.split], f"{args.task} {args.split}"
+    cfg = _saved_data(args.model)  # the model's own data, split as finetune split it
+    return load_task(cfg, parsed)[args.split], f"{cfg.train or cfg.task} {args.split}"
+
+
+def _saved_data(model: str):
+    """The data section a task model was trained with (its run's config.json), so `evaluate`
+    without --task or --data scores the model on its own task's split."""
+    from transferlab.config import from_dict
+    from transferlab.data.tasks import TaskDataConfig
+
+    try:
+        data = json.loads((Path(model) / "config.json").read_text())["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(f"{model} records no training data (config.json): say what to score it on, "
+                          f"--task NAME or --data FILE") from None
+    return from_dict(TaskDataConfig, data, "data.")
 
 
 def cmd_evaluate(args, overrides) -> None:
@@ -595,7 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _parser("evaluate", sub, "metrics of a trained task model on labeled data")
     p.add_argument("--model", required=True, help="a finetune checkpoint folder")
-    p.add_argument("--task", default="sst2", help="a catalog task name")
+    p.add_argument("--task", help="a catalog task name (default: the model's own task or training file, "
+                                  "split as finetune split it)")
     p.add_argument("--split", default="test", choices=["train", "valid", "test"],
                    help="the task's split (valid: its validation split, or the part held out of train)")
     p.add_argument("--data", help="your own labeled file instead of a catalog task")

@@ -100,6 +100,11 @@ def test_evaluate_reads_a_file_with_the_models_own_columns(files, tmp_path, caps
     assert cli.main(["evaluate", "--model", str(tmp_path / "m" / "last"), "--data",
                      str(tmp_path / "headerless.tsv")]) == 0  # no column flags: the model's are used
     assert json.loads(capsys.readouterr().out)["n"] == len(rows)
+    # no --data, no --task: the model's own file, its test part held out as finetune held it out
+    assert cli.main(["evaluate", "--model", str(tmp_path / "m" / "last")]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    summary = json.loads((tmp_path / "m" / "results.json").read_text())
+    assert scores["accuracy"] == summary["test_accuracy"] and scores["n"] < len(rows)
 
 
 def test_predict_tags_new_text_with_a_tagger(tmp_path, capsys):
