@@ -12,7 +12,7 @@ import pytest
 from transferlab import cli
 from transferlab.data import catalog
 from transferlab.data.tasks import TaskDataConfig, read_examples
-from transferlab.recipes import predict
+from transferlab.recipes import finetune, predict
 
 GOOD, BAD = "good great fun loved fine".split(), "bad awful boring dull waste".split()
 FILL = "the a movie film plot was it".split()
@@ -118,6 +118,16 @@ def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
     assert pre["valid_mlm_loss"] < 6.0 and pre["steps"] == 30  # below ln(400) = 6.0: it learned something
     summary = _finetune(data, tmp_path, "cls", "transformer", "--pretrained", pre["checkpoint"])
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
+    # the checkpoint says what it holds: --encoder CKPT (as probe takes it) or --pretrained CKPT alone
+    # is the Transformer, with the Transformer's defaults (not the default AWD-LSTM's, which cannot read it)
+    ckpt, transformer_lr = pre["checkpoint"], finetune.load_finetune_config(None, ['encoder="transformer"']).train.lr
+    for given in (f'encoder="{ckpt}"', f'pretrained="{ckpt}"'):
+        cfg = finetune.load_finetune_config(None, [given])
+        assert (cfg.encoder, cfg.pretrained, cfg.train.lr) == ("transformer", ckpt, transformer_lr)
+    task_model = tmp_path / "cls-transformer" / "last"  # a task model is not a starting point: said so
+    for given in (f'encoder="{task_model}"', f'pretrained="{task_model}"'):
+        with pytest.raises(ValueError, match="is a finetune checkpoint"):
+            finetune.build_backbone(finetune.load_finetune_config(None, [given]), {})
 
 
 def test_continued_mlm_pretraining_of_minilm_then_finetune(data, tmp_path):

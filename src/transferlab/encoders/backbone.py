@@ -283,8 +283,16 @@ def is_hf_folder(path: Path) -> bool:
         return False
 
 
+def is_task_model(path: str | Path) -> bool:
+    """A ``finetune`` checkpoint (a task model: its labels and task kind beside the weights)."""
+    return (Path(path) / "task.json").is_file() and (Path(path) / "labels.json").is_file()
+
+
 def checkpoint_family(path: str | Path) -> str | None:
-    """The encoder family a pretraining checkpoint holds (awd_lstm, elmo, transformer), or None."""
+    """The encoder family a pretraining checkpoint holds (awd_lstm, elmo, transformer), or None
+    (for a task model too: its config names every family's settings)."""
+    if is_task_model(path):
+        return None
     try:
         config = json.loads((Path(path) / "config.json").read_text())
     except (OSError, ValueError):

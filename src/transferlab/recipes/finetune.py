@@ -157,7 +157,8 @@ def load_finetune_config(preset: str | None = None, overrides: list[str] = (),
     preset_data = preset_table(preset, "finetune")
     file_data = read_toml(config_file) if config_file else {}
     chosen = apply_overrides(merge(preset_data, file_data), list(overrides))
-    fam = bb.family(str(chosen.get("encoder", "awd_lstm")))
+    picked = checkpoint_picks(chosen)
+    fam = bb.family(str({**chosen, **picked}.get("encoder", "awd_lstm")))
     defaults = PRESET_DIR / f"defaults_{fam}.toml"
     data = merge(read_toml(defaults) if defaults.exists() else {}, preset_data)
     if chosen.get("adapt") == "features":
@@ -166,7 +167,29 @@ def load_finetune_config(preset: str | None = None, overrides: list[str] = (),
             data = merge(data, FEATURES_POOLING)
     if chosen.get("adapt") == "adapters":
         data = merge(data, ADAPTERS_DEFAULTS)
-    return from_dict(FinetuneConfig, apply_overrides(merge(data, file_data), list(overrides)))
+    return from_dict(FinetuneConfig, {**apply_overrides(merge(data, file_data), list(overrides)), **picked})
+
+
+def checkpoint_picks(chosen: dict) -> dict:
+    """What a pretraining checkpoint decides in the user's choices: ``--encoder CKPT`` (a folder of
+    ours, as ``probe`` and ``senteval`` take it) means ``--pretrained CKPT`` with the family it
+    holds; ``--pretrained CKPT`` without ``--encoder`` fine-tunes a Transformer checkpoint as a
+    Transformer, with that family's defaults (the default family, the AWD-LSTM, cannot read it)."""
+    encoder, pretrained = chosen.get("encoder"), chosen.get("pretrained")
+    if encoder is not None and not pretrained and (held := _ours(str(encoder))):
+        return {"encoder": held, "pretrained": str(encoder)}
+    if encoder is None and pretrained and _ours(str(pretrained)) == "transformer":
+        return {"encoder": "transformer"}
+    return {}
+
+
+def _ours(path: str) -> str | None:
+    """The family a transferlab checkpoint at ``path`` holds (a task model's: ``awd_lstm``, which
+    reaches the task-model error in :func:`build_backbone`), else None."""
+    folder = Path(path).expanduser()
+    if folder.is_dir() and not bb.is_hf_folder(folder):
+        return "awd_lstm" if bb.is_task_model(folder) else bb.checkpoint_family(folder)
+    return None
 
 
 # --- the encoder ---------------------------------------------------------------------------------
@@ -175,6 +198,10 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     """The encoder the recipe fine-tunes: a pretrained model, word vectors, or a family from scratch
     (its embedding from ``--vectors`` if given)."""
     fam = bb.family(cfg.encoder)
+    if cfg.pretrained and bb.is_task_model(cfg.pretrained):
+        raise ValueError(f"{cfg.pretrained} is a finetune checkpoint (a task model); fine-tuning starts from a "
+                         f"pretraining checkpoint (`transferlab pretrain ...`), a Hugging Face model or word "
+                         f"vectors. To go on training that task model, rerun its finetune command (same --out)")
     if fam == "taglm":
         return _taglm_backbone(cfg, data)
     held = bb.checkpoint_family(cfg.pretrained) if cfg.pretrained else None
