@@ -158,6 +158,15 @@ def has_checkpoint(path: str | Path) -> bool:
     return (path / MODEL).exists() or (_old_path(path) / MODEL).exists()
 
 
+def checkpoint_folder(path: str | Path) -> Path:
+    """``path`` if it holds a checkpoint, else its ``best`` if that does (a run folder stands for
+    its best checkpoint), else ``path`` as given (its reader says what is missing)."""
+    path = Path(path)
+    if not has_checkpoint(path) and has_checkpoint(path / "best"):
+        return path / "best"
+    return path
+
+
 # settings that change how a run reports or where it runs, not what it computes: a resumed run may differ in them
 # (the train.* ones in any section: lm_finetune.train.progress too)
 RESUME_IGNORES = ("resume", "overwrite", "out", "train.progress", "train.log_every", "train.threads")

@@ -119,9 +119,11 @@ def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
     summary = _finetune(data, tmp_path, "cls", "transformer", "--pretrained", pre["checkpoint"])
     assert summary["pretrained"] and 0.0 <= summary["test_accuracy"] <= 1.0
     # the checkpoint says what it holds: --encoder CKPT (as probe takes it) or --pretrained CKPT alone
-    # is the Transformer, with the Transformer's defaults (not the default AWD-LSTM's, which cannot read it)
+    # is the Transformer, with the Transformer's defaults (not the default AWD-LSTM's, which cannot read it);
+    # the run folder stands for its best checkpoint
     ckpt, transformer_lr = pre["checkpoint"], finetune.load_finetune_config(None, ['encoder="transformer"']).train.lr
-    for given in (f'encoder="{ckpt}"', f'pretrained="{ckpt}"'):
+    assert ckpt == str(out / "best")
+    for given in (f'encoder="{ckpt}"', f'pretrained="{ckpt}"', f'encoder="{out}"', f'pretrained="{out}"'):
         cfg = finetune.load_finetune_config(None, [given])
         assert (cfg.encoder, cfg.pretrained, cfg.train.lr) == ("transformer", ckpt, transformer_lr)
     task_model = tmp_path / "cls-transformer" / "last"  # a task model is not a starting point: said so

@@ -34,7 +34,7 @@ from transferlab.adapt.adapters import AdaptersConfig, check_base, parameter_sha
 from transferlab.adapt.aux_lm import attach_aux_lm, head_group, with_aux_lm
 from transferlab.adapt.finetune import (chain_thaw_schedule, chain_thaw_stages, freeze_to, param_groups, thaw,
                                         unfreeze_schedule)
-from transferlab.checkpoint import check_run_folder, has_checkpoint, load_checkpoint
+from transferlab.checkpoint import check_run_folder, checkpoint_folder, has_checkpoint, load_checkpoint
 from transferlab.config import (PRESET_DIR, apply_overrides, from_dict, merge, preset_table, read_toml, to_dict,
                                 write_json)
 from transferlab.data.batching import Batches
@@ -176,18 +176,25 @@ def checkpoint_picks(chosen: dict) -> dict:
     holds; ``--pretrained CKPT`` without ``--encoder`` fine-tunes a Transformer checkpoint as a
     Transformer, with that family's defaults (the default family, the AWD-LSTM, cannot read it)."""
     encoder, pretrained = chosen.get("encoder"), chosen.get("pretrained")
-    if encoder is not None and not pretrained and (held := _ours(str(encoder))):
-        return {"encoder": held, "pretrained": str(encoder)}
-    if encoder is None and pretrained and _ours(str(pretrained)) == "transformer":
-        return {"encoder": "transformer"}
-    return {}
+    moved = encoder is not None and not pretrained and _ours(str(encoder)) is not None
+    if moved:
+        pretrained = str(encoder)
+    if not pretrained:
+        return {}
+    picked = {"pretrained": str(checkpoint_folder(Path(str(pretrained)).expanduser()))}  # a run folder: its best
+    held = _ours(picked["pretrained"])
+    if moved:
+        picked["encoder"] = held
+    elif encoder is None and held == "transformer":
+        picked["encoder"] = "transformer"
+    return picked
 
 
 def _ours(path: str) -> str | None:
-    """The family a transferlab checkpoint at ``path`` holds (a task model's: ``awd_lstm``, which
-    reaches the task-model error in :func:`build_backbone`), else None."""
-    folder = Path(path).expanduser()
-    if folder.is_dir() and not bb.is_hf_folder(folder):
+    """The family a transferlab checkpoint at ``path`` (or its run's best) holds, else None; for a
+    task model ``awd_lstm``, which reaches the task-model error in :func:`build_backbone`."""
+    folder = checkpoint_folder(Path(path).expanduser())
+    if has_checkpoint(folder) and not bb.is_hf_folder(folder):
         return "awd_lstm" if bb.is_task_model(folder) else bb.checkpoint_family(folder)
     return None
 

@@ -23,7 +23,7 @@ from typing import TextIO
 
 import torch
 
-from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
+from transferlab.checkpoint import checkpoint_folder, has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.encoders.backbone import is_hf_folder
 from transferlab.encoders.hf import is_causal, model_folder
@@ -71,11 +71,9 @@ def _device(device: str) -> torch.device:
 
 def load_generator(model: str, device: str = "auto") -> TextGenerator:
     """A ``pretrain clm`` checkpoint (or its run folder) or a Hugging Face causal LM -> a TextGenerator."""
-    dev, path = _device(device), Path(model)
-    if not is_hf_folder(path):
-        for folder in (path, path / "best"):
-            if has_checkpoint(folder):
-                return _ours(folder, dev)
+    dev, path = _device(device), checkpoint_folder(model)
+    if not is_hf_folder(path) and has_checkpoint(path):
+        return _ours(path, dev)
     return _hugging_face(model, dev)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from transferlab.checkpoint import check_run_folder, has_checkpoint, load_checkpoint, load_weights
+from transferlab.checkpoint import check_run_folder, checkpoint_folder, has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict, to_dict, write_json
 from transferlab.encoders.cove import CoVe, CoVeConfig, CoVeMT, MTDecoderConfig, glove_rows
 from transferlab.log import log
@@ -97,9 +97,7 @@ class Translator:
 
 def load_translator(path: str | Path) -> Translator:
     """A ``pretrain mt`` checkpoint folder (or its run folder, whose ``best`` is taken) -> a Translator."""
-    path = Path(path)
-    if not has_checkpoint(path) and has_checkpoint(path / "best"):
-        path = path / "best"
+    path = checkpoint_folder(path)
     ckpt = load_checkpoint(path, json_only=True)
     if "cove" not in ckpt.config or "vocab" not in ckpt.files or "tokenizer" not in ckpt.files:
         raise ValueError(f"{path}: not a `transferlab pretrain mt` checkpoint (no cove config, vocab.json and "

@@ -19,7 +19,7 @@ from torch import nn
 
 from transferlab.adapt.adapters import AdaptersConfig, check_base
 from transferlab.adapt.aux_lm import attach_aux_lm
-from transferlab.checkpoint import has_checkpoint, load_checkpoint, load_weights
+from transferlab.checkpoint import checkpoint_folder, has_checkpoint, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.data.batching import Batches
 from transferlab.data.examples import ParsedSentence, TaggedSentence
@@ -151,7 +151,7 @@ def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterab
         from transferlab.vectors.keyed import load_vectors
 
         return bb.static_backbone(load_vectors(spec), text)
-    path = Path(spec).expanduser()
+    path = checkpoint_folder(Path(spec).expanduser())  # a run folder: its best
     if path.is_dir() and has_checkpoint(path) and not bb.is_hf_folder(path):
         ckpt = load_checkpoint(path, json_only=True)
         if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
