@@ -67,7 +67,8 @@ def grouped_bars(groups: list[str], series: dict[str, list[tuple[float, float]]]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(groups) + 0.25 * len(groups) * len(series)), 3.8))
+    # wide enough for the bars, but never wider than a page: many series make the bars thinner
+    fig, ax = plt.subplots(figsize=(min(14.0, max(6.0, 1.6 * len(groups) + 0.25 * len(groups) * len(series))), 4.5))
     width = 0.8 / max(len(series), 1)
     for k, (name, cells) in enumerate(series.items()):
         sd = [s for _, s in cells]
