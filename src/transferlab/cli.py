@@ -477,6 +477,8 @@ def cmd_vectors(args, overrides) -> None:
 
             write_json(scores, args.json)
     elif args.action == "neighbors":
+        if not args.words and not args.context:
+            raise ValueError("neighbors of what? give words after the vectors (or --context with a context2vec model)")
         queries = [(args.context, c2v.context(args.context))] if args.context else []
         for word, query in queries + [(w, w) for w in args.words]:
             pairs = wv.neighbors(query, topn=args.topn, restrict_vocab=args.restrict_vocab or None)

@@ -116,3 +116,15 @@ def test_evaluate_names_the_line_of_a_label_the_model_never_saw(model, tmp_path,
     data = _write(tmp_path / "odd.tsv", [("good fun", "good"), ("so so", "meh")])
     line = _fails(capsys, ["evaluate", "--model", str(model), "--data", str(data)])
     assert line.startswith(f"transferlab evaluate: error: {data}, line 3, field 'stars': label 'meh' was never seen")
+
+
+def test_slips_between_names_files_and_folders_get_told_what_to_pass(tmp_path, capsys, monkeypatch):
+    """A file where a catalog name belongs, a name that is nothing, and a question without words."""
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / "mine.tsv", ROWS)
+    line = _fails(capsys, ["finetune", "--task", "mine.tsv", "--preset", "tiny"], code=2)  # a config error
+    assert "--train mine.tsv" in line
+    line = _fails(capsys, ["generate", "--model", "no-such-model", "hi"])
+    assert "unknown name 'no-such-model': not a catalog name, and no file or folder" in line
+    line = _fails(capsys, ["vectors", "neighbors", "glove-6b-50d"])
+    assert "neighbors of what?" in line

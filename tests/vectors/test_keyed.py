@@ -177,6 +177,9 @@ def test_save_load_round_trip_is_exact_and_atomic(tmp_path):
     assert WordVectors.load(folder).keys == other.keys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["vecs"]
     assert load_vectors(folder, limit=3).keys == other.keys[:3]
+    (tmp_path / "run").mkdir()  # a `pretrain word2vec --out run` folder: its vectors are in run/vectors
+    other.save(tmp_path / "run" / "vectors")
+    assert load_vectors(tmp_path / "run").keys == other.keys
 
 
 def test_load_names_a_broken_folder(tmp_path):

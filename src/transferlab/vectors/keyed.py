@@ -364,6 +364,8 @@ def load_vectors(name_or_path: str | os.PathLike[str], limit: int | None = None)
 
 
 def _load_folder(folder: Path, limit: int | None) -> WordVectors:
+    if not (folder / VOCAB_FILE).is_file() and (folder / "vectors" / VOCAB_FILE).is_file():
+        folder = folder / "vectors"  # a `pretrain word2vec|fasttext|glove|doc2vec` run folder: its vectors
     if (folder / VOCAB_FILE).is_file() or (folder / VECTORS_FILE).is_file():
         wv = WordVectors.load(folder)
         return wv if limit is None or limit >= len(wv) else _head(wv, limit)
