@@ -43,3 +43,14 @@ def test_valid_and_test_files_are_used_as_given(corpus, tmp_path):
 def test_a_catalog_corpus_keeps_its_own_splits(shared_data):
     texts = lm_texts(LMDataConfig(corpus="ptb"))
     assert next(iter(texts["valid"])) != next(iter(texts["train"]))
+
+
+def test_too_little_held_out_text_is_refused_before_training(tmp_path):
+    """A corpus so small that the held-out share has no test text stops at encoding, before
+    hours of training would end in the same error."""
+    from transferlab.config import ConfigError
+    from transferlab.pretrain.corpus import encode_lm_corpus
+
+    (tmp_path / "c.txt").write_text("".join(f"line {i} of text\n" for i in range(30)))
+    with pytest.raises(ConfigError, match="(valid|test) text of .* has 0 tokens"):
+        encode_lm_corpus(LMDataConfig(corpus=str(tmp_path / "c.txt"), held_out=0.02), str.split, tmp_path / "out")

@@ -77,10 +77,14 @@ def lm_texts(d: LMDataConfig) -> dict[str, Iterable[str]]:
 
 def eval_stream(ids: torch.Tensor, d: LMDataConfig, split: str) -> LMStream:
     """Fixed windows over a held-out stream, in fewer rows when the stream is short."""
-    if len(ids) < 4:
-        raise ConfigError(f"the {split} text of {d.corpus} has {len(ids)} tokens: pass --data.valid and "
-                          f"--data.test files, or hold out more lines with --data.held_out")
+    _check_held_out(len(ids), d, split)
     return LMStream(ids, min(d.eval_batch_size, len(ids) // 2), d.bptt, variable=False)
+
+
+def _check_held_out(n_tokens: int, d: LMDataConfig, split: str) -> None:
+    if n_tokens < 4:
+        raise ConfigError(f"the {split} text of {d.corpus} has {n_tokens} tokens: pass --data.valid and "
+                          f"--data.test files, or hold out more lines with --data.held_out")
 
 
 def encode_lm_corpus(d: LMDataConfig, tok: Callable[[str], list[str]], out: Path
@@ -94,4 +98,6 @@ def encode_lm_corpus(d: LMDataConfig, tok: Callable[[str], list[str]], out: Path
     streams = {"train": train} | {split: encode_corpus(texts[split], vocab, tok) for split in ("valid", "test")}
     log(f"vocabulary {len(vocab):,} words; tokens: train {len(streams['train']):,}, "
         f"valid {len(streams['valid']):,}, test {len(streams['test']):,}")
+    for split in ("valid", "test"):  # said before training, not after it
+        _check_held_out(len(streams[split]), d, split)
     return vocab, streams
