@@ -376,7 +376,6 @@ def cmd_evaluate(args, overrides) -> None:
 
 
 def cmd_predict(args, overrides) -> None:
-    from transferlab.data.readers import TextLines
     from transferlab.recipes.predict import predict
 
     if args.question or args.context or args.task == "qa":
@@ -390,7 +389,7 @@ def cmd_predict(args, overrides) -> None:
         with open(args.output, "w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out:
             predict_conllu(args.model, args.input, out)
         return
-    texts = list(TextLines(args.input)) if args.input else list(args.texts)
+    texts = _input_texts(args) if args.input else list(args.texts)
     if not texts:
         texts = [line.strip() for line in sys.stdin if line.strip()]
     if args.output:
@@ -398,6 +397,20 @@ def cmd_predict(args, overrides) -> None:
             predict(args.model, texts, out)
     else:
         predict(args.model, texts, sys.stdout)
+
+
+def _input_texts(args) -> list[str]:
+    """``predict --input``: a text file's lines, or a table's (.tsv/.csv/.jsonl) text column (the
+    model's training column unless --text-col; other columns, a label among them, ignored)."""
+    from transferlab.data.loaders import path_examples
+    from transferlab.data.readers import TextLines
+
+    path = Path(args.input)
+    if path.suffix.lower() not in (".tsv", ".csv", ".jsonl", ".ndjson"):
+        return list(TextLines(path))
+    col = str(args.text_col or _saved_columns(args.model).get("text_col", "text"))
+    col = int(col) if col.isdigit() else col  # a 0-based position, as finetune reads it
+    return [ex.text for ex in path_examples(path, text_col=col, label_optional=True, ignore_extra=True)]
 
 
 def _predict_qa(args) -> None:
@@ -630,8 +643,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = _parser("predict", sub, "labels and probabilities for new text, as JSON lines")
     p.add_argument("--model", required=True, help="a classifier checkpoint folder")
     p.add_argument("texts", nargs="*", help="texts to classify (else --input, else standard input)")
-    p.add_argument("--input", help="a text file, one text per line; for a parser also a .conllu file, written "
-                                   "back with HEAD and DEPREL predicted (a parser's output is CoNLL-U)")
+    p.add_argument("--input", help="a text file, one text per line, or a .tsv/.csv/.jsonl file's text column; "
+                                   "for a parser also a .conllu file, written back with HEAD and DEPREL predicted "
+                                   "(a parser's output is CoNLL-U)")
+    p.add_argument("--text-col", help="--input's text column, for a table (default: the model's training column, "
+                                      "else 'text')")
     p.add_argument("--output", help="write JSONL here instead of standard output")
     p.add_argument("--task", choices=["qa"], help="qa: answer --question about --context with an extractive QA "
                                                   "model (the answer, its score and its characters [start, end))")
