@@ -106,9 +106,11 @@ def test_evaluate_reads_a_file_with_the_models_own_columns(files, tmp_path, caps
     summary = json.loads((tmp_path / "m" / "results.json").read_text())
     assert scores["accuracy"] == summary["test_accuracy"] and scores["n"] < len(rows)
     # predict on a table reads its text column (the model's), not whole lines with the label in them
-    (tmp_path / "to_label.tsv").write_text("\n".join(rows[:3]) + "\n")
-    assert cli.main(["predict", "--model", str(tmp_path / "m" / "last"), "--input", str(tmp_path / "to_label.tsv")]) == 0
-    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == [r.split("\t")[0] for r in rows[:3]]
+    table = tmp_path / "to_label.tsv"
+    table.write_text("\n".join(rows[:3]) + "\n")
+    assert cli.main(["predict", "--model", str(tmp_path / "m" / "last"), "--input", str(table)]) == 0
+    texts = [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()]
+    assert texts == [r.split("\t")[0] for r in rows[:3]]
 
 
 def test_predict_tags_new_text_with_a_tagger(tmp_path, capsys):
