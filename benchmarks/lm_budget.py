@@ -41,6 +41,7 @@ def main() -> None:
     figures = {k: result[k] for k in ("valid_ppl", "test_ppl", "wall_s", "steps", "tokens_per_s",
                                       "train_flops_per_token", "mfu_vs_795_gflops", "vocab_size", "n_params")}
     figures["corpus_train_words"] = manifest["splits"]["train"]["words"]
+    figures["wall_s_total"] = result.get("wall_s_total", result["wall_s"])  # every piece of a resumed run
     write_result(f"lm_budget_{args.budget}", figures, budget=args.budget, threads=args.threads,
                  checkpoint=result["checkpoint"])
 
