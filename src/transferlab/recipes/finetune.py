@@ -176,27 +176,24 @@ def checkpoint_picks(chosen: dict) -> dict:
     holds; ``--pretrained CKPT`` without ``--encoder`` fine-tunes a Transformer checkpoint as a
     Transformer, with that family's defaults (the default family, the AWD-LSTM, cannot read it)."""
     encoder, pretrained = chosen.get("encoder"), chosen.get("pretrained")
-    moved = encoder is not None and not pretrained and _ours(str(encoder)) is not None
-    if moved:
-        pretrained = str(encoder)
+    if encoder is not None and not pretrained:  # --encoder CKPT: a checkpoint of ours is --pretrained CKPT
+        folder, held = _ours(str(encoder))
+        return {"encoder": held, "pretrained": str(folder)} if held else {}
     if not pretrained:
         return {}
-    picked = {"pretrained": str(checkpoint_folder(Path(str(pretrained)).expanduser()))}  # a run folder: its best
-    held = _ours(picked["pretrained"])
-    if moved:
-        picked["encoder"] = held
-    elif encoder is None and held == "transformer":
-        picked["encoder"] = "transformer"
-    return picked
+    folder, held = _ours(str(pretrained))  # a run folder: its best
+    return {"pretrained": str(folder)} | ({"encoder": "transformer"} if encoder is None and held == "transformer"
+                                          else {})
 
 
-def _ours(path: str) -> str | None:
-    """The family a transferlab checkpoint at ``path`` (or its run's best) holds, else None; for a
-    task model ``awd_lstm``, which reaches the task-model error in :func:`build_backbone`."""
+def _ours(path: str) -> tuple[Path, str | None]:
+    """The checkpoint folder ``path`` names (a run folder: its best) and the family it holds if it
+    is a transferlab checkpoint, else None; for a task model ``awd_lstm``, which reaches the
+    task-model error in :func:`build_backbone`."""
     folder = checkpoint_folder(Path(path).expanduser())
     if has_checkpoint(folder) and not bb.is_hf_folder(folder):
-        return "awd_lstm" if bb.is_task_model(folder) else bb.checkpoint_family(folder)
-    return None
+        return folder, "awd_lstm" if bb.is_task_model(folder) else bb.checkpoint_family(folder)
+    return folder, None
 
 
 # --- the encoder ---------------------------------------------------------------------------------
