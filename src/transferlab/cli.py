@@ -299,12 +299,18 @@ def cmd_finetune(args, overrides) -> None:
 def _saved_columns(model: str) -> dict:
     """The columns a task model was trained with (its resolved config), so a file like its
     training file needs no column flags again."""
+    data = _data_section(model) or {}
+    return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags", "columns")
+            if data.get(k) not in (None, "")}
+
+
+def _data_section(model: str) -> dict | None:
+    """The ``data`` section of a task model's resolved config (its config.json), or None."""
     try:
         data = json.loads((Path(model) / "config.json").read_text())["data"]
     except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {k: data[k] for k in ("text_col", "text_b_col", "label_col", "tags", "columns")
-            if data.get(k) not in (None, "")}
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _model_kind(model: str) -> str:
@@ -356,11 +362,10 @@ def _saved_data(model: str):
     from transferlab.config import from_dict
     from transferlab.data.tasks import TaskDataConfig
 
-    try:
-        data = json.loads((Path(model) / "config.json").read_text())["data"]
-    except (OSError, ValueError, KeyError, TypeError):
+    data = _data_section(model)
+    if data is None:
         raise ConfigError(f"{model} records no training data (config.json): say what to score it on, "
-                          f"--task NAME or --data FILE") from None
+                          f"--task NAME or --data FILE")
     return from_dict(TaskDataConfig, data, "data.")
 
 
@@ -404,12 +409,12 @@ def _input_texts(args) -> list[str]:
     model's training column unless --text-col; other columns, a label among them, ignored)."""
     from transferlab.data.loaders import path_examples
     from transferlab.data.readers import TextLines
+    from transferlab.data.tasks import column
 
     path = Path(args.input)
     if path.suffix.lower() not in (".tsv", ".csv", ".jsonl", ".ndjson"):
         return list(TextLines(path))
-    col = str(args.text_col or _saved_columns(args.model).get("text_col", "text"))
-    col = int(col) if col.isdigit() else col  # a 0-based position, as finetune reads it
+    col = column(str(args.text_col or _saved_columns(args.model).get("text_col", "text")))
     return [ex.text for ex in path_examples(path, text_col=col, label_optional=True, ignore_extra=True)]
 
 

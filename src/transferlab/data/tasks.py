@@ -74,12 +74,13 @@ def _header(cfg: TaskDataConfig) -> bool | None:
     return {"auto": None, "yes": True, "no": False}[cfg.header]
 
 
-def _column(value: str) -> str | int:
+def column(value: str) -> str | int:
+    """A column flag's value: a 0-based position when it is digits, else a header name."""
     return int(value) if value.isdigit() else value
 
 
 def _options(cfg: TaskDataConfig, path: str) -> dict:
-    tags = {"tags": _column(cfg.tags)} if cfg.tags else {}
+    tags = {"tags": column(cfg.tags)} if cfg.tags else {}
     if not path:
         return tags
     suffix = Path(path).suffix.lower()
@@ -88,12 +89,12 @@ def _options(cfg: TaskDataConfig, path: str) -> dict:
         return tags | names | {"format": "conll"}
     if suffix == ".conllu":
         return tags
-    cols = {"label_col": _column(cfg.label_col), "header": _header(cfg)}
+    cols = {"label_col": column(cfg.label_col), "header": _header(cfg)}
     if cfg.extra_columns == "ignore":
         cols["ignore_extra"] = True
     if cfg.text_b_col:
-        return cols | {"a_col": _column(cfg.text_col), "b_col": _column(cfg.text_b_col)}
-    return cols | {"text_col": _column(cfg.text_col)}
+        return cols | {"a_col": column(cfg.text_col), "b_col": column(cfg.text_b_col)}
+    return cols | {"text_col": column(cfg.text_col)}
 
 
 def read_examples(cfg: TaskDataConfig, split: str, path: str, parsed: bool = False) -> list[Example]:
