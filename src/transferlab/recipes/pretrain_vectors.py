@@ -28,7 +28,7 @@ from transferlab.text.tokenize import TextConfig, tokenizer
 from transferlab.vectors.corpus import TokenFile, tokenize_corpus
 from transferlab.vectors.doc2vec import Doc2VecConfig, train_doc2vec
 from transferlab.vectors.glove import GloVeConfig
-from transferlab.vectors.keyed import WordVectors
+from transferlab.vectors.keyed import RUN_VECTORS, WordVectors
 from transferlab.vectors.word2vec import FastTextConfig, Word2VecConfig, train_word2vec
 
 Method = Literal["word2vec", "fasttext", "doc2vec", "glove"]
@@ -119,8 +119,8 @@ def run(cfg: PretrainVectorsConfig) -> dict:
     finally:
         tokens.remove()
     summary |= stats | {"wall_s": time.perf_counter() - start}
-    wv.save(out / "vectors")
-    summary["vectors"] = str(out / "vectors")
+    wv.save(out / RUN_VECTORS)
+    summary["vectors"] = str(out / RUN_VECTORS)
     if cfg.evaluate:
         summary["intrinsic"] = intrinsic(wv, cfg.analogy_vocab)
     write_json(summary, out / "results.json")

@@ -29,6 +29,7 @@ from transferlab.data.lines import iter_lines
 from transferlab.vectors import formats
 
 VECTORS_FILE, VOCAB_FILE = "vectors.safetensors", "vocab.json"
+RUN_VECTORS = "vectors"  # where a `pretrain word2vec|fasttext|glove` run folder keeps its vectors
 FORMAT_NAME, FORMAT_VERSION = "transferlab.WordVectors", 1
 
 
@@ -364,8 +365,8 @@ def load_vectors(name_or_path: str | os.PathLike[str], limit: int | None = None)
 
 
 def _load_folder(folder: Path, limit: int | None) -> WordVectors:
-    if not (folder / VOCAB_FILE).is_file() and (folder / "vectors" / VOCAB_FILE).is_file():
-        folder = folder / "vectors"  # a `pretrain word2vec|fasttext|glove|doc2vec` run folder: its vectors
+    if not (folder / VOCAB_FILE).is_file() and (folder / RUN_VECTORS / VOCAB_FILE).is_file():
+        folder = folder / RUN_VECTORS  # a pretraining run folder: its vectors
     if (folder / VOCAB_FILE).is_file() or (folder / VECTORS_FILE).is_file():
         wv = WordVectors.load(folder)
         return wv if limit is None or limit >= len(wv) else _head(wv, limit)
