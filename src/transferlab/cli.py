@@ -57,7 +57,8 @@ EXAMPLES = {
     "generate": "transferlab generate --model runs/clm/best 'to be or not' 'my lord'\n"
                 "  transferlab generate --model gpt2 'The meaning of life is' --top-p 0.9 --max-new-tokens 30\n"
                 "  transferlab generate --model runs/clm --temperature 0 --json   # greedy, prompts from stdin\n"
-                "  transferlab generate --model runs/clm 'once upon a time' --beam 4 --alpha 1.0",
+                "  transferlab generate --model runs/clm 'once upon a time' --beam 4 --alpha 1.0\n"
+                "  transferlab generate --model runs/bench/lm-3h 'the movie was' --top-p 0.9   # an AWD-LSTM LM",
     "vectors": "transferlab vectors eval glove-6b-50d\n"
                "  transferlab vectors eval runs/vectors/vectors --json scores.json\n"
                "  transferlab vectors neighbors glove-6b-50d frog king\n"
@@ -684,11 +685,13 @@ def build_parser() -> argparse.ArgumentParser:
     _recipe_args(p)
     p.set_defaults(func=cmd_qg)
 
-    p = _parser("generate", sub, "continue prompts with a causal LM (a `pretrain clm` checkpoint or a Hugging Face "
-                                 "GPT-style model): sampling, greedy or beam search, one continuation per prompt")
+    p = _parser("generate", sub, "continue prompts with a causal LM (a `pretrain clm` or `pretrain lm` checkpoint, "
+                                 "or a Hugging Face GPT-style model): sampling, greedy or beam search, one "
+                                 "continuation per prompt")
     p.add_argument("prompts", nargs="*", help="prompts (else --file, else standard input, one per line)")
-    p.add_argument("--model", required=True, help="a `pretrain clm` checkpoint folder (or its run folder: its best), "
-                                                  "or a Hugging Face causal LM: a folder or a hub id (gpt2)")
+    p.add_argument("--model", required=True, help="a `pretrain clm` (Transformer) or `pretrain lm` (AWD-LSTM) "
+                                                  "checkpoint folder (or its run folder: its best), or a Hugging Face "
+                                                  "causal LM: a folder or a hub id (gpt2)")
     p.add_argument("--file", help="a text file, one prompt per line")
     p.add_argument("--max-new-tokens", type=int, default=50, help="tokens generated per prompt at most")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (the argmax)")

@@ -1,6 +1,7 @@
-"""``transferlab generate`` end to end: a tiny ``pretrain clm`` checkpoint and a tiny random Hugging
-Face GPT-2 saved to a folder continue prompts through the CLI; greedy output matches the model's
-own decoding, the cache and the seed behave, and models that cannot continue text are refused."""
+"""``transferlab generate`` end to end: a tiny ``pretrain clm`` checkpoint, a tiny ``pretrain lm``
+AWD-LSTM and a tiny random Hugging Face GPT-2 saved to a folder continue prompts through the CLI;
+greedy output matches the model's own decoding, the cache and the seed behave, and models that
+cannot continue text are refused."""
 
 from __future__ import annotations
 
@@ -88,6 +89,42 @@ def test_generate_from_a_pretrain_clm_checkpoint(clm, capsys):
     assert len(plain) == 2
 
 
+@pytest.fixture(scope="module")
+def awd_lm(tmp_path_factory):
+    d = tmp_path_factory.mktemp("generate-lm")
+    (d / "corpus.txt").write_text("\n".join(LINES * 3) + "\n", encoding="utf-8")
+    out = d / "lm"
+    assert cli.main(["pretrain", "lm", "--corpus", str(d / "corpus.txt"), "--preset", "tiny", "--out", str(out),
+                     "--train.steps=30", "--train.progress=false", "--lm.samples=0"]) == 0
+    return out
+
+
+def test_generate_from_a_pretrain_lm_checkpoint(awd_lm, capsys):
+    prompts = ["The old King", "the queen was"]
+    rows = [json.loads(line) for line in _generate(capsys, "--model", str(awd_lm), *prompts, "--temperature", "0",
+                                                   "--max-new-tokens", "8", "--json")]
+    assert [r["prompt"] for r in rows] == prompts
+    gen = load_generator(str(awd_lm / "best"))
+    assert gen.prompt_ids(prompts[0]) == gen.prompt_ids("the old king")  # read lower-cased, as its corpus was
+    # greedy by hand: the full LM over [eos] + prompt + the tokens so far, no state carried
+    ids, new = gen.prompt_ids(prompts[1]), []
+    with torch.no_grad():
+        for _ in range(8):
+            logits, _ = gen.lm.model(torch.tensor([ids + new]))
+            new.append(int(logits[0, -1].argmax()))
+            if new[-1] == gen.eos:
+                new.pop()
+                break
+    assert rows[1]["continuation"] == gen.continuation(ids, new)
+    assert set(rows[1]["continuation"].split()) <= set(" ".join(LINES).split())  # words of its vocabulary
+    # the LSTM state as the cache changes no token, in greedy decoding and in a beam (whose rows it reorders)
+    for extra in (["--temperature", "0"], ["--beam", "3"]):
+        args = ["--model", str(awd_lm), *prompts, "--max-new-tokens", "8", "--json", *extra]
+        assert _generate(capsys, *args) == _generate(capsys, *args, "--no-cache")
+    sample = ["--model", str(awd_lm), *prompts, "--max-new-tokens", "10", "--top-k", "20"]
+    assert _generate(capsys, *sample, "--seed", "1") == _generate(capsys, *sample, "--seed", "1", "--no-cache")
+
+
 def test_generate_from_a_hugging_face_gpt2_folder(gpt2_folder, capsys):
     transformers = pytest.importorskip("transformers")
     prompts = ["the old king", "the kind fool was mad and"]
@@ -120,3 +157,15 @@ def test_models_that_cannot_continue_text_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["generate", "--model", str(tmp_path), "hello", "--top-p", "0"])
     assert e.value.code == 1 and "--top-p" in capsys.readouterr().err
+
+
+def test_checkpoints_that_are_not_language_models_are_refused(tmp_path, capsys):
+    (tmp_path / "train.tsv").write_text("text\tlabel\n" + "".join(f"{line}\t{i % 2}\n" for i, line in
+                                                                      enumerate(LINES[:40])), encoding="utf-8")
+    out = tmp_path / "clf"
+    assert cli.main(["finetune", "--train", str(tmp_path / "train.tsv"), "--preset", "tiny", "--out", str(out),
+                     "--train.epochs=1", "--train.progress=false"]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        cli.main(["generate", "--model", str(out / "last"), "hello"])
+    assert e.value.code == 1 and "a fine-tuned task model" in capsys.readouterr().err

@@ -20,10 +20,11 @@ index)`` keeps the rows ``index`` of a state.
 :func:`generate` decodes a list of sequences in length-sorted batches and returns the outputs in
 the input order, without the start and end tokens.
 
-A causal LM (our Transformer's ``pretrain clm`` model, any Hugging Face ``AutoModelForCausalLM``)
-continues prompts through the same functions: :class:`PromptDecoder` is a :class:`Seq2Seq` whose
-source is the prompt (``start`` reads it and keeps the next token's distribution, which the first
-``step`` returns), over a :class:`CausalLM` that reads tokens with or without a key/value cache.
+A causal LM (our Transformer's ``pretrain clm`` model, the AWD-LSTM of ``pretrain lm``, any Hugging
+Face ``AutoModelForCausalLM``) continues prompts through the same functions: :class:`PromptDecoder`
+is a :class:`Seq2Seq` whose source is the prompt (``start`` reads it and keeps the next token's
+distribution, which the first ``step`` returns), over a :class:`CausalLM` that reads tokens with or
+without a cache (a Transformer's keys and values, an LSTM's state).
 :func:`continue_prompts` adds sampling (:func:`sample_decode`) with a temperature (0: greedy),
 top-k (Fan et al. 2018) and top-p, nucleus, filtering (Holtzman et al. 2020, "The Curious Case of
 Neural Text Degeneration": the smallest set of tokens whose probability reaches p), drawn from a
@@ -44,7 +45,7 @@ from transferlab.data.batching import pad_batch
 from transferlab.encoders.transformer import KVCache
 
 __all__ = ["GenerateConfig", "Seq2Seq", "greedy_decode", "beam_search", "generate", "LMGenerateConfig", "CausalLM",
-           "PromptDecoder", "TransformerLM", "HFCausalLM", "top_k_filter", "top_p_filter", "next_token",
+           "PromptDecoder", "TransformerLM", "RecurrentLM", "HFCausalLM", "top_k_filter", "top_p_filter", "next_token",
            "sample_decode", "continue_prompts"]
 
 
@@ -319,6 +320,24 @@ class TransformerLM:
 
     def reorder_cache(self, cache: KVCache, index: torch.Tensor) -> KVCache:
         return cache.reorder(index)
+
+
+class RecurrentLM:
+    """A ``pretrain lm`` model (a :class:`~transferlab.pretrain.lm.LanguageModel` over the
+    AWD-LSTM) as a :class:`CausalLM`; its cache is the LSTM state, one ``(h, c)`` per layer, each
+    (1, B, H). A recurrent LM reads any number of positions (``max_len`` None)."""
+
+    max_len: int | None = None
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+
+    def logits(self, ids: torch.Tensor, cache: Any, use_cache: bool) -> tuple[torch.Tensor, Any]:
+        out = self.model.encoder(ids, state=cache)
+        return self.model.decoder(out.hidden[:, -1]), out.state if use_cache else None  # (B, V)
+
+    def reorder_cache(self, cache: Any, index: torch.Tensor) -> Any:
+        return [(h.index_select(1, index), c.index_select(1, index)) for h, c in cache]
 
 
 class HFCausalLM:

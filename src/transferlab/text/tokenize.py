@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ABBREVIATIONS", "TextConfig", "tokenizer", "whitespace_tokenize", "word_tokenize"]
+__all__ = ["ABBREVIATIONS", "TextConfig", "detokenize", "tokenizer", "whitespace_tokenize", "word_tokenize"]
 
 #: Words that keep a following period (compared lowercased): titles, company suffixes, months,
 #: US state abbreviations and Latin abbreviations, as in Moses' nonbreaking-prefix list.
@@ -124,3 +124,18 @@ def tokenizer(cfg: TextConfig) -> Callable[[str], list[str]]:
             return lambda text: whitespace_tokenize(text.lower())
         return whitespace_tokenize
     return lambda text: word_tokenize(text, lower=cfg.lower)
+
+
+_NO_SPACE_BEFORE = re.compile(r" ([.,;:!?%)\]}]|n['’]t\b|" + _CLITIC + ")", re.IGNORECASE)
+_NO_SPACE_AFTER = re.compile(r"([(\[{$]) ")
+
+
+def detokenize(tokens: list[str]) -> str:
+    """Words back to text, undoing what :func:`word_tokenize` split off: no space before closing
+    punctuation or a clitic, none after an opening bracket or ``$`` (quotes stay spaced: which
+    side a ``"`` belongs to is not in the tokens).
+
+    >>> detokenize(["mr.", "smith", "did", "n't", "pay", "$", "1,000", "(", "today", ")", "."])
+    "mr. smith didn't pay $1,000 (today)."
+    """
+    return _NO_SPACE_AFTER.sub(r"\1", _NO_SPACE_BEFORE.sub(r"\1", " ".join(tokens)))
