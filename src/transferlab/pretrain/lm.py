@@ -27,11 +27,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from transferlab import IGNORE_INDEX
-from transferlab.checkpoint import load_checkpoint, load_weights
+from transferlab.checkpoint import checkpoint_folder, load_checkpoint, load_weights
 from transferlab.config import from_dict
 from transferlab.encoders.awd_lstm import AWDLSTM, AWDLSTMConfig, detach_state
 from transferlab.encoders.base import EncoderOutput
-from transferlab.text.tokenize import whitespace_tokenize
+from transferlab.text.tokenize import TextConfig, whitespace_tokenize
 from transferlab.train import evaluating
 from transferlab.text.vocab import Vocab
 
@@ -39,6 +39,7 @@ __all__ = [
     "LanguageModel",
     "build_lm",
     "load_lm",
+    "lm_text",
     "LMStream",
     "encode_corpus",
     "TokenFile",
@@ -410,7 +411,9 @@ def build_lm(cfg: AWDLSTMConfig, vocab_size: int) -> LanguageModel:
 
 
 def load_lm(path: str | Path):
-    """A pretrained language model checkpoint folder -> (LanguageModel with its weights, Vocab)."""
+    """A pretrained language model checkpoint folder (or its run folder: its best) -> (LanguageModel
+    with its weights, Vocab)."""
+    path = checkpoint_folder(path)
     ckpt = load_checkpoint(path, json_only=True)
     if "vocab" not in ckpt.files:
         raise ValueError(f"{path}: no vocab.json in this checkpoint; is it a language model?")
@@ -419,6 +422,12 @@ def load_lm(path: str | Path):
     model = build_lm(enc_cfg, len(vocab))
     load_weights(model, path)
     return model, vocab
+
+
+def lm_text(path: str | Path) -> TextConfig:
+    """The tokenizer settings a language model checkpoint (or its run folder) read its corpus with."""
+    return from_dict(TextConfig, load_checkpoint(checkpoint_folder(path), json_only=True).config.get("text", {}),
+                     "text.")
 
 
 def _batch_size(state) -> int | None:

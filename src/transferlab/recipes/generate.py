@@ -33,11 +33,11 @@ from transferlab.encoders.backbone import checkpoint_family, is_hf_folder, is_ta
 from transferlab.encoders.hf import is_causal, model_folder
 from transferlab.encoders.transformer import Transformer, TransformerConfig
 from transferlab.log import log
-from transferlab.pretrain.lm import LanguageModel, load_lm
+from transferlab.pretrain.lm import LanguageModel, lm_text, load_lm
 from transferlab.tasks.generate import (CausalLM, HFCausalLM, LMGenerateConfig, RecurrentLM, TransformerLM,
                                         continue_prompts)
 from transferlab.text.subword import SubwordTokenizer
-from transferlab.text.tokenize import TextConfig, detokenize, tokenizer
+from transferlab.text.tokenize import detokenize, tokenizer
 from transferlab.text.vocab import BOS, EOS, PAD, Vocab
 
 __all__ = ["TextGenerator", "load_generator", "run"]
@@ -110,7 +110,7 @@ def load_generator(model: str, device: str = "auto") -> TextGenerator:
 
 def _awd_lstm(path: Path, device: torch.device) -> TextGenerator:
     model, vocab = load_lm(path)
-    text = from_dict(TextConfig, load_checkpoint(path, json_only=True).config.get("text", {}), "text.")
+    text = lm_text(path)
     log(f"{path}: our AWD-LSTM language model, {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"{len(vocab):,} words")
     eos = vocab.eos_id  # what `pretrain lm` put after every line

@@ -44,7 +44,7 @@ from transferlab.data import catalog
 from transferlab.data.examples import QAExample
 from transferlab.encoders.awd_lstm import AWDLSTMConfig
 from transferlab.log import log
-from transferlab.pretrain.lm import load_lm
+from transferlab.pretrain.lm import lm_text, load_lm
 from transferlab.pretrain.mt import Parallel, ParallelBatches, mt_perplexity
 from transferlab.pretrain.sentences import split_sentences
 from transferlab.pretrain.seq2seq import LMSeq2Seq, Seq2SeqConfig, Seq2SeqLoss, init_from_lm
@@ -234,7 +234,7 @@ def build_model(cfg: QuestionGenConfig, train: list[QGExample], out: Path) -> tu
     drop = {k: getattr(cfg.awd_lstm, k) for k in ("embed_p", "input_p", "hidden_p", "weight_p", "output_p")}
     if cfg.pretrained:
         lm, vocab = load_lm(cfg.pretrained)
-        text = from_dict(TextConfig, load_checkpoint(cfg.pretrained, json_only=True).config.get("text", {}), "text.")
+        text = lm_text(cfg.pretrained)
         awd = dataclasses.replace(lm.encoder.cfg, **drop)
         model = LMSeq2Seq(awd, cfg.seq2seq)
         if cfg.init == "lm":
