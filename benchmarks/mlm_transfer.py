@@ -14,7 +14,11 @@ NER, pretrained against the same model from random weights, 3 seeds.
    two differ only in the pretrained weights. Both at the Transformer defaults
    (``configs/defaults_transformer.toml``: AdamW 1e-4, linear decay after 10% warm-up) with the
    task's epochs below. ``--set KEY=VALUE`` (repeatable) adds a finetune override to every cell
-   of both arms (an ablation of the fine-tuning recipe; give it its own ``--out`` and ``--record``).
+   of both arms (an ablation of the fine-tuning recipe; give it its own ``--out`` and ``--record``),
+   ``--pretrained-set KEY=VALUE`` one to the pretrained arm only: with
+   ``lm_finetune.enabled=true`` the MLM first continues on the task's training text (ULMFiT's
+   second stage; ``lm_finetune.out=DIR`` shares that stage between seeds), as ``ulmfit_sst2.py``
+   compares ULMFiT's three stages against a classifier from scratch.
 
 One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips the cells already there.
 Figures (means over seeds): ``sst2_1000_acc_pretrained``/``_scratch`` and ``gain_points`` (SST-2
@@ -78,6 +82,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a finetune override for every cell (e.g. task.pooling=mean); repeatable")
+    ap.add_argument("--pretrained-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a finetune override for the pretrained arm only (e.g. lm_finetune.enabled=true: "
+                         "ULMFiT's target-task LM stage, which the scratch arm does not get); repeatable")
     args = ap.parse_args()
     out, tasks = Path(args.out), args.tasks.split(",")
     unknown = sorted(set(tasks) - set(TASKS))
@@ -91,8 +98,9 @@ def main() -> None:
             for method in METHODS:
                 if (task, method, seed) in rows:
                     continue
+                extra = (*args.set, *(args.pretrained_set if method == "pretrained" else ()))
                 s = finetune_cell(args.pretrained, task, method, seed, out / f"{task}-{method}-{seed}", args.threads,
-                                  tuple(args.set))
+                                  extra)
                 score = s[TASKS[task][4]]
                 row = {"task": task, "method": method, "seed": seed, "score": score, "wall_s": s["wall_s"],
                        "train_size": s["train_size"]}
@@ -114,6 +122,7 @@ def main() -> None:
               f" ({figures[gain]:+.1f} points)")
     figures |= {"mlm_valid_loss": mlm["valid_mlm_loss"], "mlm_wall_s": mlm["wall_s"]}
     write_result(args.record, figures, per_seed=per_seed, mlm=mlm, overrides=args.set,
+                 pretrained_overrides=args.pretrained_set,
                  train_sizes={t: rows[(t, "pretrained", s)]["train_size"] for (t, m, s) in rows if m == "pretrained"})
 
 
