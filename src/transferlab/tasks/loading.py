@@ -153,8 +153,7 @@ def load_backbone(spec: str, text: TextConfig, scratch_text: Callable[[], Iterab
         return bb.static_backbone(load_vectors(spec), text)
     path = checkpoint_folder(Path(spec).expanduser())  # a run folder: its best
     if path.is_dir() and has_checkpoint(path) and not bb.is_hf_folder(path):
-        ckpt = load_checkpoint(path, json_only=True)
-        if "labels" in ckpt.files and "encoder" in ckpt.files:  # a finetune checkpoint: its adapted encoder
+        if bb.is_task_model(path):  # a finetune checkpoint: its adapted encoder
             return load_task_model(path).backbone
         return bb.pretrained_backbone(path, text, max_len)
     if spec in buildable():
