@@ -213,3 +213,8 @@ def test_quick_demo_runs_end_to_end(tmp_path, capsys):
     summary = demo.run(quick=True, out=tmp_path / "demo", labels=200)
     assert 0.0 <= summary["ulmfit_acc"] <= 1.0 and summary["lm"].endswith("lm-ptb/best")
     assert (tmp_path / "demo" / "accuracy.png").exists() and "transfer gain" in capsys.readouterr().out
+    # --lm takes a `pretrain lm` run folder for its best checkpoint, and refuses anything else by the flag
+    assert demo.language_model(str(tmp_path / "demo" / "lm-ptb"), False, tmp_path) == tmp_path / "demo/lm-ptb/best"
+    for wrong in (tmp_path / "nothing", tmp_path / "demo" / "ulmfit" / "last"):
+        with pytest.raises(ValueError, match="--lm .*not a `transferlab pretrain lm`"):
+            demo.language_model(str(wrong), False, tmp_path)

@@ -21,9 +21,11 @@ import json
 import time
 from pathlib import Path
 
+from transferlab.checkpoint import checkpoint_folder, has_checkpoint
 from transferlab.config import load_config, write_json
 from transferlab.data.build import build_corpus
 from transferlab.data.catalog import cache_dir
+from transferlab.encoders.backbone import checkpoint_family
 from transferlab.log import log
 from transferlab.recipes import finetune, pretrain_lm
 
@@ -57,7 +59,11 @@ def language_model(lm: str, quick: bool, out: Path) -> Path:
         return pretrain_lm.reuse_or_run(load_config(pretrain_lm.PretrainLMConfig, "tiny" if quick else "demo",
                                                     [f'out="{out / "lm-ptb"}"'], kind="lm"), "PTB language model")
     if lm != "auto":
-        return Path(lm)
+        folder = checkpoint_folder(Path(lm).expanduser())  # a run folder: its best
+        if not has_checkpoint(folder) or checkpoint_family(folder) != "awd_lstm":
+            raise ValueError(f"--lm {lm}: not a `transferlab pretrain lm` checkpoint or run folder (auto, ptb, or "
+                             f"the folder `pretrain lm --out` wrote)")
+        return folder
     folder = cache_dir() / "models" / LM_1H
     if (folder / "results.json").exists():
         log(f"reusing the general-en language model in {folder}")
