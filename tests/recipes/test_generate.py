@@ -111,11 +111,14 @@ def test_generate_from_a_pretrain_lm_checkpoint(awd_lm, capsys):
     with torch.no_grad():
         for _ in range(8):
             logits, _ = gen.lm.model(torch.tensor([ids + new]))
+            logits[0, -1, gen.tokenizer.vocab.unk_id] = -float("inf")  # never <unk>
             new.append(int(logits[0, -1].argmax()))
             if new[-1] == gen.eos:
                 new.pop()
                 break
     assert rows[1]["continuation"] == gen.continuation(ids, new)
+    unk = gen.tokenizer.vocab.unk_id
+    assert gen.lm.logits(torch.tensor([ids]), None, False)[0][0, unk] == -float("inf")
     assert set(rows[1]["continuation"].split()) <= set(" ".join(LINES).split())  # words of its vocabulary
     # the LSTM state as the cache changes no token, in greedy decoding and in a beam (whose rows it reorders)
     for extra in (["--temperature", "0"], ["--beam", "3"]):

@@ -14,7 +14,7 @@ it, so their prompts are read after that token: a prompt starts a line. A contin
 the new tokens add to the prompt's, decoded together (a byte-level piece may complete a character
 of the prompt; words are joined by :func:`~transferlab.text.tokenize.detokenize`), without the end
 token. A word-level LM reads the prompt as it read its corpus (lower-cased if it was), and a word
-outside its vocabulary as ``<unk>``.
+outside its vocabulary as ``<unk>``, which it never generates (fastai's ``no_unk``).
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ def _awd_lstm(path: Path, device: torch.device) -> TextGenerator:
     log(f"{path}: our AWD-LSTM language model, {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"{len(vocab):,} words")
     eos = vocab.eos_id  # what `pretrain lm` put after every line
-    return TextGenerator(RecurrentLM(model.to(device).eval()), WordTokenizer(vocab, tokenizer(text)), [eos], [eos],
-                         eos, device, str(path))
+    lm = RecurrentLM(model.to(device).eval(), never=[vocab.unk_id])  # fastai's no_unk: a word, not "<unk>"
+    return TextGenerator(lm, WordTokenizer(vocab, tokenizer(text)), [eos], [eos], eos, device, str(path))
 
 
 def _transformer(path: Path, device: torch.device) -> TextGenerator:

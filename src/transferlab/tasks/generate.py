@@ -325,16 +325,20 @@ class TransformerLM:
 class RecurrentLM:
     """A ``pretrain lm`` model (a :class:`~transferlab.pretrain.lm.LanguageModel` over the
     AWD-LSTM) as a :class:`CausalLM`; its cache is the LSTM state, one ``(h, c)`` per layer, each
-    (1, B, H). A recurrent LM reads any number of positions (``max_len`` None)."""
+    (1, B, H). A recurrent LM reads any number of positions (``max_len`` None). ``never``: ids it
+    may not produce (a word-level LM's ``<unk>``, as fastai's ``LMLearner.predict(no_unk=True)``)."""
 
     max_len: int | None = None
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.model = model
+    def __init__(self, model: torch.nn.Module, never: Sequence[int] = ()) -> None:
+        self.model, self.never = model, list(never)
 
     def logits(self, ids: torch.Tensor, cache: Any, use_cache: bool) -> tuple[torch.Tensor, Any]:
         out = self.model.encoder(ids, state=cache)
-        return self.model.decoder(out.hidden[:, -1]), out.state if use_cache else None  # (B, V)
+        logits = self.model.decoder(out.hidden[:, -1])  # (B, V)
+        if self.never:
+            logits[:, self.never] = -math.inf
+        return logits, out.state if use_cache else None
 
     def reorder_cache(self, cache: Any, index: torch.Tensor) -> Any:
         return [(h.index_select(1, index), c.index_select(1, index)) for h, c in cache]
