@@ -118,6 +118,29 @@ def test_a_hugging_face_bert_goes_through_the_stage_with_its_own_mlm_head(data, 
     assert json.loads((out / "results.json").read_text())["steps"] > 0
 
 
+def test_our_masked_lm_gives_bert_for_masked_lms_logits_and_loss(tiny_bert):
+    """Parity of BERT's pretraining objective: the same weights (a random BertForMaskedLM, read by
+    name into our Transformer and MLM head) give the same vocabulary logits and MLM loss."""
+    from transformers import BertForMaskedLM
+
+    from transferlab.encoders.hf import load_pretrained
+    from transferlab.pretrain.mlm import mask_tokens, mlm_loss
+
+    ours = target_lm.lm_model(load_pretrained(str(tiny_bert))).eval()
+    hf = BertForMaskedLM.from_pretrained(tiny_bert).eval()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(1000, 5000, (3, 16), generator=g)
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    mask[1, 11:] = False  # padding in one row
+    inputs, labels = mask_tokens(ids, ~mask, mask_id=103, vocab_size=30522, generator=g)
+    with torch.no_grad():
+        logits, _ = ours(inputs, mask, torch.zeros_like(ids))
+        out = hf(input_ids=inputs, attention_mask=mask.long(), token_type_ids=torch.zeros_like(ids), labels=labels)
+        loss = mlm_loss(ours, {"ids": inputs, "mask": mask, "type_ids": torch.zeros_like(ids), "labels": labels})
+    assert torch.allclose(logits[mask], out.logits[mask], atol=1e-4)
+    assert (labels != -100).sum() > 0 and float(loss) == pytest.approx(float(out.loss), abs=1e-5)
+
+
 def test_a_pretrained_transformer_keeps_its_shape_but_takes_the_runs_dropout(data):
     """A checkpoint pretrained without dropout (as Geiping & Goldstein's budgeted BERT) is
     fine-tuned with the run's rates; its width, depth and vocabulary stay the checkpoint's."""
