@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transferlab.text.tokenize import whitespace_tokenize, word_tokenize
+from transferlab.text.tokenize import detokenize, whitespace_tokenize, word_tokenize
 
 
 @pytest.mark.parametrize(
@@ -54,3 +54,12 @@ def test_equals_whitespace_split_on_pretokenized_corpora(shared_data):
         assert not mismatches, f"{path.name}: {len(mismatches)} lines differ, e.g. {mismatches[:3]}"
         n_lines += len(lines)
     assert n_lines > 100_000
+
+
+@pytest.mark.parametrize("text", [
+    "Mr. Smith didn't pay $1,000 (today).",
+    "It's fine, isn't it? Yes! We're 50% done; they'll see [soon].",
+])
+def test_detokenize_undoes_word_tokenize(text):
+    assert detokenize(word_tokenize(text)) == text
+    assert detokenize(word_tokenize(text, lower=True)) == text.lower()
