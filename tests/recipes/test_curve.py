@@ -213,6 +213,7 @@ def test_every_packaged_method_builds_its_config(tmp_path):
         "scratch": "awd_lstm", "glove": "awd_lstm", "ulmfit": "awd_lstm", "minilm": "minilm-l6",
         "features": "minilm-l6", "fasttext": "fasttext", "mlm": "transformer"}
     assert built["mlm"].pretrained == "runs/mlm/best" and built["mlm"].train.lr == 1e-4  # defaults_transformer
+    assert built["mlm"].task.pooling == "mean" and not built["mlm"].task.pooler  # no NSP: [CLS] is untrained
     assert built["glove"].vectors == "glove-6b-50d" and not built["scratch"].vectors and not built["scratch"].pretrained
     assert built["features"].adapt == "features" and built["minilm"].adapt == "finetune"
     assert built["minilm"].train.lr == 5e-5 and built["scratch"].awd_lstm.dim == 200  # BERT's recipe; small preset
