@@ -37,8 +37,10 @@ mixes the two. One JSON line per finished cell in ``<out>/runs.jsonl``; a rerun 
 already there, and an interrupted cell resumes from its last checkpoint (saved every 10 minutes). A
 cell that fails (a method this checkout lacks) is named with its error and the others go on; the
 script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
-and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``; the table; the
-chart ``adaptation_table.png`` (methods x tasks).
+and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``, and
+``trainable_share_<method>`` (the share of the model's parameters the method trains, head
+included: Houlsby et al. report 3.6% for their adapters); the table; the chart
+``adaptation_table.png`` (methods x tasks).
 """
 
 from __future__ import annotations
@@ -143,7 +145,8 @@ def main() -> None:
                         continue
                     row = {"task": task, "size": size, "method": method, "seed": seed, "precision": args.precision,
                            "score": s[TASKS[task][0]],
-                           "wall_s": s["wall_s"], "steps": s["steps"], "train_size": s["train_size"]}
+                           "wall_s": s["wall_s"], "steps": s["steps"], "train_size": s["train_size"],
+                           "trainable_share": s["trainable_share"]}
                     rows[key] = row
                     append_row(log, row)
                     print(f"{label(task, size)} {method} seed {seed}: {row['score']:.4f} ({row['wall_s']:.0f} s)",
@@ -158,13 +161,19 @@ def main() -> None:
             if scores:
                 figures[f"{label(t, s)}_{m}"] = statistics.mean(scores)
                 figures[f"{label(t, s)}_{m}_sd"] = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    for m in methods:  # the share of parameters the method trains (the adapters paper: 3.6%), over its cells
+        shares = [r["trainable_share"] for (t, _, mm, _), r in rows.items() if mm == m and t in tasks
+                  and "trainable_share" in r]
+        if shares:
+            figures[f"trainable_share_{m}"] = statistics.mean(shares)
     names = [label(t, s) for t, s in columns]
-    table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " |",
-             "|---" * (len(names) + 1) + "|"]
+    table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " | parameters trained |",
+             "|---" * (len(names) + 2) + "|"]
     for m in methods:
         cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}" if f"{n}_{m}" in figures
                  else "failed" if f"{n} {m}" in failed else "-" for n in names]
-        table.append(f"| {m} | " + " | ".join(cells) + " |")
+        share = figures.get(f"trainable_share_{m}")
+        table.append(f"| {m} | " + " | ".join(cells) + f" | {'-' if share is None else f'{100 * share:.3g}%'} |")
     print("\n".join(table))
     if figures:
         chart(figures, names, methods, metrics, Path(args.chart))
