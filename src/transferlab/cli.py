@@ -619,7 +619,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", type=int, help="use this many labeled examples; 0 = all (data.train_size)")
     p.add_argument("--pretrained", help="a pretraining checkpoint folder, or its run folder for its best (pretrain "
                                         "lm for awd_lstm, pretrain mlm|clm for transformer, chosen without "
-                                        "--encoder, pretrain bilm for elmo and taglm); omit to train from scratch")
+                                        "--encoder, pretrain bilm for elmo and taglm), or a finetune checkpoint "
+                                        "whose encoder starts this task (intermediate-task training); omit to train "
+                                        "from scratch")
     p.add_argument("--task-kind", help="what to learn: auto (from the data), classify, regress, tag, or parse "
                                        "(a CoNLL-U treebank's dependency trees, ud-ewt) (task.kind)")
     p.add_argument("--vectors", help="static vectors for the embedding of an encoder trained from scratch "

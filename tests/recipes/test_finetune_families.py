@@ -8,8 +8,10 @@ import json
 import random
 
 import pytest
+import torch
 
 from transferlab import cli
+from transferlab.checkpoint import load_checkpoint
 from transferlab.data import catalog
 from transferlab.data.tasks import TaskDataConfig, read_examples
 from transferlab.recipes import finetune, predict
@@ -126,10 +128,20 @@ def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
     for given in (f'encoder="{ckpt}"', f'pretrained="{ckpt}"', f'encoder="{out}"', f'pretrained="{out}"'):
         cfg = finetune.load_finetune_config(None, [given])
         assert (cfg.encoder, cfg.pretrained, cfg.train.lr) == ("transformer", ckpt, transformer_lr)
-    task_model = tmp_path / "cls-transformer" / "last"  # a task model is not a starting point: said so
+    # a task model starts another task (STILTs): its fine-tuned encoder, a fresh head
+    task_model = tmp_path / "cls-transformer" / "last"
+    tuned = load_checkpoint(task_model).weights
     for given in (f'encoder="{task_model}"', f'pretrained="{task_model}"'):
-        with pytest.raises(ValueError, match="is a finetune checkpoint"):
-            finetune.build_backbone(finetune.load_finetune_config(None, [given]), {})
+        cfg = finetune.load_finetune_config(None, [given])
+        assert (cfg.encoder, cfg.pretrained, cfg.train.lr) == ("transformer", str(task_model), transformer_lr)
+        b = finetune.build_backbone(cfg, {})
+        assert all(torch.equal(v, tuned[f"encoder.{k}"]) for k, v in b.encoder.state_dict().items())
+    tagged = _finetune(data, tmp_path, "tag", "transformer", "--pretrained", str(task_model))
+    assert tagged["pretrained"] and 0.0 <= tagged["test_entity_f1"] <= 1.0
+    for wrong, says in (('encoder="awd_lstm"', "holds a fine-tuned transformer encoder"),
+                        ("reinit=true", "reinit=true discards")):
+        with pytest.raises(ValueError, match=says):
+            finetune.build_backbone(finetune.load_finetune_config(None, [f'pretrained="{task_model}"', wrong]), {})
 
 
 def test_continued_mlm_pretraining_of_minilm_then_finetune(data, tmp_path):

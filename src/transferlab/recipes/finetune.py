@@ -79,7 +79,7 @@ class FinetuneConfig:
     data: TaskDataConfig = field(default_factory=TaskDataConfig)
     text: TextConfig = field(default_factory=TextConfig)
     encoder: str = "awd_lstm"  # awd_lstm | fasttext | transformer | word vectors (glove-6b-50d) | a Hugging Face model
-    pretrained: str = ""  # awd_lstm: an LM checkpoint; transformer: an MLM/CLM one; "" = from scratch
+    pretrained: str = ""  # awd_lstm: an LM checkpoint; transformer: an MLM/CLM one; a task model (STILTs); "" = scratch
     # static vectors (glove-6b-50d, a `pretrain word2vec|fasttext|glove` output, a word2vec/GloVe
     # file) for the embedding of an encoder trained from scratch; its dim follows the vectors'
     vectors: str = ""
@@ -182,17 +182,19 @@ def checkpoint_picks(chosen: dict) -> dict:
     if not pretrained:
         return {}
     folder, held = _ours(str(pretrained))  # a run folder: its best
-    return {"pretrained": str(folder)} | ({"encoder": "transformer"} if encoder is None and held == "transformer"
-                                          else {})
+    takes = held == "transformer" or bb.is_task_model(folder)  # the encoder (and defaults) the checkpoint holds
+    return {"pretrained": str(folder)} | ({"encoder": held} if encoder is None and held and takes else {})
 
 
 def _ours(path: str) -> tuple[Path, str | None]:
     """The checkpoint folder ``path`` names (a run folder: its best) and the family it holds if it
-    is a transferlab checkpoint, else None; for a task model ``awd_lstm``, which reaches the
-    task-model error in :func:`build_backbone`."""
+    is a transferlab checkpoint, else None; for a task model the encoder its run fine-tuned
+    (``minilm-l6``, ``transformer``, ``awd_lstm`` ...), whose family's defaults then apply."""
     folder = checkpoint_folder(Path(path).expanduser())
     if has_checkpoint(folder) and not bb.is_hf_folder(folder):
-        return folder, "awd_lstm" if bb.is_task_model(folder) else bb.checkpoint_family(folder)
+        if bb.is_task_model(folder):
+            return folder, load_checkpoint(folder, json_only=True).config.get("encoder") or "awd_lstm"
+        return folder, bb.checkpoint_family(folder)
     return folder, None
 
 
@@ -203,9 +205,7 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     (its embedding from ``--vectors`` if given)."""
     fam = bb.family(cfg.encoder)
     if cfg.pretrained and bb.is_task_model(cfg.pretrained):
-        raise ValueError(f"{cfg.pretrained} is a finetune checkpoint (a task model); fine-tuning starts from a "
-                         f"pretraining checkpoint (`transferlab pretrain ...`), a Hugging Face model or word "
-                         f"vectors. To go on training that task model, rerun its finetune command (same --out)")
+        return _task_model_backbone(cfg)
     if fam == "taglm":
         return _taglm_backbone(cfg, data)
     held = bb.checkpoint_family(cfg.pretrained) if cfg.pretrained else None
@@ -229,6 +229,32 @@ def build_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
     if cfg.pretrained:
         return _ulmfit_backbone(cfg, fam)
     return _word_backbone(cfg, data, fam, wv)
+
+
+def _task_model_backbone(cfg: FinetuneConfig) -> bb.Backbone:
+    """Intermediate-task training (STILTs, Phang et al. 2018): the encoder a ``finetune`` run
+    adapted to one task (``--pretrained TASK_MODEL``) starts another; its head stays behind and the
+    new task gets a fresh one. The encoder keeps the tokenizer or vocabulary it was trained with."""
+    from transferlab.tasks.loading import load_task_model
+
+    p = load_task_model(cfg.pretrained)
+    c = p.config
+    adapt, held = c.get("adapt", "finetune"), str(c.get("encoder") or "awd_lstm")
+    if adapt != "finetune":
+        raise ValueError(f"{cfg.pretrained} was trained with --adapt={adapt}, which leaves its encoder as pretraining "
+                         f"left it: start from that encoder ({held}) instead; a task model is a starting point when "
+                         f"its encoder was fine-tuned (--adapt=finetune)")
+    if cfg.reinit:
+        raise ValueError(f"reinit=true discards the weights of --pretrained {cfg.pretrained}: leave one of them out")
+    if bb.family(cfg.encoder) != bb.family(held):
+        raise ValueError(f"{cfg.pretrained} holds a fine-tuned {held} encoder, not --encoder {cfg.encoder}: leave "
+                         f"--encoder out (or name {held})")
+    was = c.get("data", {}).get("task") or c.get("data", {}).get("train") or "its data"
+    log(f"starting from the encoder of {cfg.pretrained} (a {p.kind} model of {held} on {was}); its head stays "
+        f"behind, the new task gets a fresh one (intermediate-task training)")
+    if p.backbone.family == "awd_lstm" and cfg.lm_finetune.enabled:
+        log("no target-task LM stage: a task model keeps no language-model head")
+    return p.backbone
 
 
 def _taglm_backbone(cfg: FinetuneConfig, data: dict) -> bb.Backbone:
