@@ -23,8 +23,10 @@ so its EM/F1 sit beside ours. Throughput is training windows per second (the Tra
 ``train_samples_per_second``; ours from ``fit()``, training steps only).
 
 Figures: ``v1_exact_match``, ``v1_f1``; ``v2_exact_match``, ``v2_f1``, ``v2_has_ans_f1``,
-``v2_no_ans_f1``; ``throughput_ratio`` (ours / Trainer on v1.1, target >= 1.3 on 2 CPU cores),
-``hf_v1_f1`` (must agree with ours within a point or two).
+``v2_no_ans_f1``; with ``--v2-from-v1`` (and ``--no-hf``) the same four as ``v2_from_v1_*`` for v2.0
+fine-tuned from the v1.1 model (``finetune --pretrained TASK_MODEL``, intermediate-task training);
+``throughput_ratio`` (ours / Trainer on v1.1, target >= 1.3 on 2 CPU cores), ``hf_v1_f1`` (must
+agree with ours within a point or two).
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ def data_config(task: str, train_size: int, valid_size: int, test: str) -> TaskD
     return TaskDataConfig(task=task, test=test, train_size=train_size, valid_size=valid_size, batch_size=BATCH)
 
 
-def ours(task: str, args, test: str, out: Path) -> dict:
+def ours(task: str, args, test: str, out: Path, start: str = "") -> dict:
+    """Our fine-tuning of minilm-l6 on ``task`` (from the task model ``start`` when given: STILTs)."""
     if not args.no_hf:
         shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resumed one: its speed is compared
     cfg = finetune.load_finetune_config(None, [
@@ -83,7 +86,7 @@ def ours(task: str, args, test: str, out: Path) -> dict:
         f"train.epochs={args.epochs}", 'train.schedule="linear"', "train.warmup=0", "train.weight_decay=0",
         "train.beta2=0.999", "train.clip=1.0", f"train.seed={SEED}", f"train.threads={args.threads}",
         f'train.precision="{args.precision}"', f"train.save_minutes={10 if args.no_hf else 0}", "train.log_every=0",
-        f'out="{out}"'])
+        f'out="{out}"', *([f'pretrained="{start}"'] if start else [])])
     s = finetune.run(cfg)
     return {k.removeprefix("test_"): v for k, v in s.items() if k.startswith("test_")} | {
         "examples_per_s": s["train_examples_per_s"], "wall_s": s["wall_s"], "train_windows": s["train_windows"],
@@ -147,6 +150,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads of every run (2 for the comparison)")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                     help="our runs' train.precision (the Trainer runs fp32)")
+    ap.add_argument("--v2-from-v1", action="store_true",
+                    help="also fine-tune v2.0 starting from this run's v1.1 model (intermediate-task training, "
+                         "Phang et al. 2018): does answering first teach the no-answer decision?")
     ap.add_argument("--out", default="runs/bench/qa-squad")
     ap.add_argument("--record", default="qa_squad", help="the results/NAME.json to write")
     args = ap.parse_args()
@@ -168,6 +174,21 @@ def main() -> None:
             if args.no_hf:
                 append_row(log, row)
         runs[task] = {k: v for k, v in row.items() if k != "setting"}
+    if args.v2_from_v1:  # STILTs: squad-v2.0 from the v1.1 model this run fine-tuned
+        if not args.no_hf:
+            ap.error("--v2-from-v1 goes with --no-hf (its v1.1 model is kept there)")
+        v1 = out / "squad-v1.1" / "last"
+        if "squad-v1.1" not in runs or not v1.exists():
+            ap.error(f"--v2-from-v1 starts from {v1}: include v1.1 in --versions (it is fine-tuned first)")
+        setting = json.dumps({"task": "squad-v2.0", "from": "squad-v1.1", "train_size": args.train_size,
+                              "valid_size": args.valid_size, "test_size": args.test_size, "epochs": args.epochs,
+                              "precision": args.precision})
+        row = done.get((setting,))
+        if row is None:
+            row = {"setting": setting} | ours("squad-v2.0", args, test_file("squad-v2.0", args.test_size, out),
+                                             out / "squad-v2.0-from-v1.1", start=str(v1))
+            append_row(log, row)
+        runs["squad-v2.0-from-v1.1"] = {k: v for k, v in row.items() if k != "setting"}
     if not args.no_hf:
         runs["hf_squad-v1.1"] = hf_trainer(args, test_file("squad-v1.1", args.test_size, out), out / "hf")
     print(json.dumps(runs, indent=2))
@@ -179,6 +200,10 @@ def main() -> None:
         r = runs["squad-v2.0"]
         figures |= {"v2_exact_match": r["exact_match"], "v2_f1": r["f1"], "v2_has_ans_f1": r["has_ans_f1"],
                     "v2_no_ans_f1": r["no_ans_f1"], "v2_null_threshold": r["null_threshold"]}
+    if "squad-v2.0-from-v1.1" in runs:
+        r = runs["squad-v2.0-from-v1.1"]
+        figures |= {"v2_from_v1_exact_match": r["exact_match"], "v2_from_v1_f1": r["f1"],
+                    "v2_from_v1_has_ans_f1": r["has_ans_f1"], "v2_from_v1_no_ans_f1": r["no_ans_f1"]}
     if "hf_squad-v1.1" in runs and "squad-v1.1" in runs:
         h, o = runs["hf_squad-v1.1"], runs["squad-v1.1"]
         figures |= {"throughput_ratio": o["examples_per_s"] / h["examples_per_s"], "hf_v1_f1": h["f1"],
