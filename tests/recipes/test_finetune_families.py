@@ -138,6 +138,9 @@ def test_pretrain_mlm_then_finetune_the_transformer(data, tmp_path):
         assert all(torch.equal(v, tuned[f"encoder.{k}"]) for k, v in b.encoder.state_dict().items())
     tagged = _finetune(data, tmp_path, "tag", "transformer", "--pretrained", str(task_model))
     assert tagged["pretrained"] and 0.0 <= tagged["test_entity_f1"] <= 1.0
+    sents = list(catalog.load_examples(str(data / "tag_test.conll"), "test"))  # it reloads whole
+    assert predict.evaluate(tagged["checkpoint"], sents, "tag_test.conll")["entity_f1"] == \
+        pytest.approx(tagged["test_entity_f1"])
     for wrong, says in (('encoder="awd_lstm"', "holds a fine-tuned transformer encoder"),
                         ("reinit=true", "reinit=true discards")):
         with pytest.raises(ValueError, match=says):
