@@ -33,7 +33,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 from transferlab.data.tasks import TaskDataConfig, load_task  # noqa: E402
 from transferlab.eval.squad import squad_metrics  # noqa: E402
 from transferlab.tasks.loading import load_task_model  # noqa: E402
-from transferlab.tasks.qa import best_spans, predictor_windows, window_logits  # noqa: E402
+from transferlab.tasks.qa import predictor_spans  # noqa: E402
 
 
 def main() -> None:
@@ -47,9 +47,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     p = load_task_model(args.model)
     test = load_task(TaskDataConfig(task=args.task))["test"]
-    cfg, w = predictor_windows(p, test)
-    preds = best_spans(test, w, window_logits(p.model, w, p.batch_size, p.backbone.pad_id,
-                                              p.backbone.framing.segments), cfg)
+    preds = predictor_spans(p, test)
     unanswerable = np.array([ex.is_impossible or not ex.answers for ex in test])
     if unanswerable.all() or not unanswerable.any():
         raise SystemExit(f"{args.task}'s test split needs answerable and unanswerable questions (a v2.0 task)")

@@ -38,7 +38,7 @@ from common import write_result  # noqa: E402
 from transferlab.data.tasks import TaskDataConfig, load_task  # noqa: E402
 from transferlab.eval.squad import squad_metrics  # noqa: E402
 from transferlab.tasks.loading import load_task_model  # noqa: E402
-from transferlab.tasks.qa import best_spans, predictor_windows, window_logits  # noqa: E402
+from transferlab.tasks.qa import predictor_spans, predictor_threshold  # noqa: E402
 
 SCRIPTS = {"v1.1": ("allennlp==0.9.0", "allennlp-0.9.0-*.whl", "allennlp/tools/squad_eval.py"),
            "v2.0": ("farm==0.8.0", "farm-0.8.0-*.whl", "farm/evaluation/squad_evaluation.py")}
@@ -77,11 +77,8 @@ def answers(model: str, task: str) -> tuple[list, dict[str, str]]:
     """The task's test questions and the model's answers, as ``transferlab evaluate`` gives them."""
     p = load_task_model(model)
     test = load_task(TaskDataConfig(task=task))["test"]
-    cfg, w = predictor_windows(p, test)
-    preds = best_spans(test, w, window_logits(p.model, w, p.batch_size, p.backbone.pad_id,
-                                              p.backbone.framing.segments), cfg)
-    threshold = float(p.task.get("null_threshold", 0.0)) if p.task.get("version2") else None
-    return test, {ex.id: q.answer(threshold) for ex, q in zip(test, preds)}
+    threshold = predictor_threshold(p)
+    return test, {ex.id: q.answer(threshold) for ex, q in zip(test, predictor_spans(p, test))}
 
 
 def main() -> None:

@@ -22,8 +22,8 @@ from transferlab.data.examples import QAExample
 from transferlab.encoders.backbone import Backbone
 from transferlab.log import log
 from transferlab.tasks.loading import load_task_model
-from transferlab.tasks.qa import (QAConfig, Windows, best_spans, encode_qa, predictor_windows, qa_tokenizer,
-                                  window_len, window_logits)
+from transferlab.tasks.qa import (QAConfig, Windows, encode_qa, predictor_spans, predictor_threshold, qa_tokenizer,
+                                  window_len)
 
 
 def encode_qa_splits(qa: QAConfig, data: dict, b: Backbone) -> dict[str, Windows]:
@@ -59,10 +59,8 @@ def predict_answers(model_dir: str | Path, questions: Sequence[str], contexts: S
                          f"apply to a model fine-tuned on a QA task (squad-v1.1, squad-v2.0)")
     contexts = list(contexts) * len(questions) if len(contexts) == 1 else list(contexts)
     examples = [QAExample(id=str(i), question=q, context=c) for i, (q, c) in enumerate(zip(questions, contexts))]
-    cfg, w = predictor_windows(p, examples)
-    logits = window_logits(p.model, w, p.batch_size, p.backbone.pad_id, p.backbone.framing.segments)
-    threshold = float(p.task.get("null_threshold", 0.0)) if p.task.get("version2") else None
-    for ex, pred in zip(examples, best_spans(examples, w, logits, cfg)):
+    threshold = predictor_threshold(p)
+    for ex, pred in zip(examples, predictor_spans(p, examples)):
         text = pred.answer(threshold)
         row = {"question": ex.question, "answer": text, "score": pred.score if math.isfinite(pred.score) else None,
                "start": pred.start if text else None, "end": pred.end if text else None}

@@ -285,6 +285,18 @@ def predictor_windows(p, examples: Sequence[QAExample]) -> tuple[QAConfig, Windo
     return cfg, encode_qa(qa_tokenizer(p.backbone), p.backbone.framing, examples, cfg, window_len(p.backbone, cfg))
 
 
+def predictor_spans(p, examples: Sequence[QAExample]) -> list[Prediction]:
+    """Each example's best span under the predictor's model (its windows, then the n-best search)."""
+    cfg, w = predictor_windows(p, examples)
+    logits = window_logits(p.model, w, p.batch_size, p.backbone.pad_id, p.backbone.framing.segments)
+    return best_spans(examples, w, logits, cfg)
+
+
+def predictor_threshold(p) -> float | None:
+    """The no-answer threshold a v2.0-style model stored; None for a model that always answers."""
+    return float(p.task.get("null_threshold", 0.0)) if p.task.get("version2") else None
+
+
 def evaluate_predictor(p, examples: Sequence[QAExample]) -> dict:
     """SQuAD EM and F1 (and HasAns/NoAns on v2.0 data) at the model's stored null threshold."""
     if not examples or not isinstance(examples[0], QAExample):
