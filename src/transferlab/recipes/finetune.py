@@ -193,9 +193,15 @@ def _ours(path: str) -> tuple[Path, str | None]:
     folder = checkpoint_folder(Path(path).expanduser())
     if has_checkpoint(folder) and not bb.is_hf_folder(folder):
         if bb.is_task_model(folder):
-            return folder, load_checkpoint(folder, json_only=True).config.get("encoder") or "awd_lstm"
+            return folder, _fine_tuned(load_checkpoint(folder, json_only=True).config)
         return folder, bb.checkpoint_family(folder)
     return folder, None
+
+
+def _fine_tuned(task_config: dict) -> str:
+    """The encoder a task model's run fine-tuned, from its resolved config (the default family's
+    when a config predates the key)."""
+    return str(task_config.get("encoder") or "awd_lstm")
 
 
 # --- the encoder ---------------------------------------------------------------------------------
@@ -239,7 +245,7 @@ def _task_model_backbone(cfg: FinetuneConfig) -> bb.Backbone:
 
     p = load_task_model(cfg.pretrained)
     c = p.config
-    adapt, held = c.get("adapt", "finetune"), str(c.get("encoder") or "awd_lstm")
+    adapt, held = c.get("adapt", "finetune"), _fine_tuned(c)
     if adapt != "finetune":
         raise ValueError(f"{cfg.pretrained} was trained with --adapt={adapt}, which leaves its encoder as pretraining "
                          f"left it: start from that encoder ({held}) instead; a task model is a starting point when "
