@@ -33,8 +33,10 @@ label counts instead (0 = all), ``--epochs`` every cell that many epochs.
 
 ``--precision bf16`` runs every cell under bf16 autocast (1.6x on a CPU with native bf16; the
 default, ``auto``, is fp32 on a CPU); the precision is part of each cell's key, so a table never
-mixes the two. One JSON line per finished cell in ``<out>/runs.jsonl``; a rerun skips the cells
-already there, and an interrupted cell resumes from its last checkpoint (saved every 10 minutes). A
+mixes the two. One JSON line per finished cell in ``benchmarks/results/adaptation_table.jsonl``
+(``--log``; committed, so the table's 8-10 hours can be run in pieces across sessions and fresh
+checkouts); a rerun skips the cells already there, and an interrupted cell resumes from its last
+checkpoint under ``--out`` (saved every 10 minutes) while that folder survives. A
 cell that fails (a method this checkout lacks) is named with its error and the others go on; the
 script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
 and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``, and
@@ -110,6 +112,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=0, help="every cell's epochs (0 = each task's and method's own)")
     ap.add_argument("--out", default="runs/bench/adaptation-table")
     ap.add_argument("--record", default="adaptation_table", help="the results/NAME.json to write")
+    ap.add_argument("--log", default=str(Path(__file__).parent / "results" / "adaptation_table.jsonl"),
+                    help="the finished cells, kept in the repository so the table resumes in a fresh checkout")
     ap.add_argument("--chart", default=str(Path(__file__).parent / "adaptation_table.png"))
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
@@ -123,7 +127,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = {t: [int(s) for s in args.sizes.split(",")] if args.sizes else list(TASKS[t][2]) for t in tasks}
     out = Path(args.out)
-    log = out / "runs.jsonl"
+    log = Path(args.log)
     rows = finished_rows(log, "task", "size", "method", "seed", precision=args.precision)
     failed: dict[str, str] = {}
     suffix = "" if args.precision == "auto" else f"-{args.precision}"
