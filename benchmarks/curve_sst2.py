@@ -53,6 +53,9 @@ def main() -> None:
     ap.add_argument("--lm-stage", default="",
                     help="ulmfit's target-task LM stage folder to reuse (e.g. ulmfit_sst2.py's OUT/lm-sst2); the "
                          "stage refuses a folder trained from another LM or with other settings")
+    ap.add_argument("--lm-id", default="",
+                    help="with --report-only where the --lm checkpoint is not here and the record holds cells of "
+                         "several LMs: the recorded lm_id of the one to report")
     ap.add_argument("--report-only", action="store_true",
                     help="train nothing: the figures, chart and JSON of the cells recorded so far")
     args = ap.parse_args()
@@ -62,7 +65,7 @@ def main() -> None:
                             record=args.record, finetune=(f"train.threads={args.threads}", "train.log_every=0",
                                                           *([f"lm_finetune.out={json.dumps(args.lm_stage)}"]
                                                             if args.lm_stage else [])),
-                            report_only=args.report_only)
+                            report_only=args.report_only, lm_id=args.lm_id)
     summary = curve.run(cfg)
     methods = summary["methods"]
     flat = summary["figures"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -162,6 +163,32 @@ def test_report_only_trains_nothing_and_leaves_the_record_alone(first, task, tmp
     assert any(f"not yet run: {first_row['method']} 16 (seed 0)" in n for n in summary["notes"])
     assert summary["rows"] == 11 and (tmp_path / "out" / "curve.png").exists()
     assert "(1 of 2 seeds)" in capsys.readouterr().out
+
+
+def test_report_only_without_the_lm_checkpoint_reports_the_recorded_lm(first, task, tmp_path, monkeypatch, capsys):
+    """A fresh checkout keeps the committed record, not the LM checkpoint: report-only takes the
+    one LM recorded, refuses to guess between two, and reports the one --lm_id names."""
+    rows = _rows(first[0])
+    ulmfit = [dict(r, method="ulmfit", lm_id="aaaa") for r in rows if r["method"] == "scratch"]
+    record = tmp_path / "record.jsonl"
+    record.write_text("".join(json.dumps(r) + "\n" for r in rows + ulmfit))
+    monkeypatch.setattr(finetune, "run", lambda cfg: pytest.fail(f"cell trained: {cfg.out}"))
+    args = _args(task, tmp_path / "out", "--report-only", f"--record={record}", "--methods", "scratch,fasttext,ulmfit",
+                 "--lm", str(tmp_path / "gone"))
+    assert cli.main(args) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["rows"] == 18 and "ulmfit" in summary["curve"]
+    other = [dict(r, lm_id="bbbb", score=0.0) for r in ulmfit]
+    record.write_text(record.read_text() + "".join(json.dumps(r) + "\n" for r in other))
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    assert exit_.value.code == 2
+    assert re.search(r"2 language models \(aaaa: 6 cells, bbbb: 6 cells\).*--lm_id=ID", capsys.readouterr().err)
+    assert cli.main([*args, "--lm_id=bbbb"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["curve"]["ulmfit"]["16"]["mean"] == 0.0
+    with pytest.raises(ConfigError, match="lm_id picks recorded cells for --report-only"):
+        curve.CurveConfig(lm_id="aaaa")
 
 
 def test_bad_input_is_named(task, tmp_path):

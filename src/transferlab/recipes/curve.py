@@ -75,6 +75,9 @@ class CurveConfig:
     min_steps: int = 200  # optimizer steps a cell trains at least (more epochs on few labels); 0 = off
     lm: str = ""  # a `pretrain lm` checkpoint for "{lm}"; "" = pretrain one on PTB in OUT/lm-ptb
     mlm: str = ""  # a `pretrain mlm` checkpoint for "{mlm}" (the mlm method); needed by methods that name it
+    # report only, where --lm's checkpoint is not on this machine and the record holds cells of several
+    # LMs: the recorded id (a row's lm_id) of the one whose cells to report
+    lm_id: str = ""
     finetune: tuple[str, ...] = ()  # finetune overrides for every method ("train.threads=2")
     out: str = "runs/curve"
     record: str = ""  # the JSONL of finished cells; "" = OUT/curve.jsonl (elsewhere: kept apart from OUT)
@@ -86,6 +89,9 @@ class CurveConfig:
         curves.parse_sizes(self.sizes)
         if self.seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {self.seeds}")
+        if self.lm_id and not self.report_only:
+            raise ConfigError("lm_id picks recorded cells for --report-only; a curve that trains identifies its LM "
+                              "by the --lm checkpoint's config")
         if self.min_steps < 0:
             raise ValueError(f"min_steps must be >= 0, got {self.min_steps}")
         names = method_names(self.methods)
@@ -304,6 +310,25 @@ def run_cell(cfg: CurveConfig, ft: finetune.FinetuneConfig, name: str, size: int
             "wall_s": summary["wall_s"], "train_size": summary["train_size"], "task": task_name(cfg.data)}
 
 
+def recorded_lm_id(rows: list[dict], methods: dict[str, dict], lm: str) -> str | None:
+    """For ``--report-only`` when the ``--lm`` folder is not on this machine (a fresh checkout
+    keeps the committed record, not the checkpoint): the one LM the recorded cells were run from.
+    Cells of several LMs cannot be told apart without the checkpoint's config, and are refused."""
+    cells: dict[str, int] = {}
+    for r in rows:
+        if r["method"] in methods and needs_lm(methods[r["method"]]) and "lm_id" in r:
+            cells[r["lm_id"]] = cells.get(r["lm_id"], 0) + 1
+    ids = sorted(cells)
+    if len(ids) > 1:
+        raise ConfigError(f"--lm {lm}: no checkpoint here, and the record holds cells of {len(ids)} language "
+                          f"models ({', '.join(f'{i}: {cells[i]} cells' for i in ids)}); give --lm the "
+                          f"checkpoint folder the cells were run from, or --lm_id=ID to report one of them")
+    if ids:
+        log(f"report only: --lm {lm} is not here; reporting the cells of the one language "
+            f"model recorded (id {ids[0]})")
+    return ids[0] if ids else None
+
+
 def mlm_id(mlm: str) -> str:
     return str(Path(mlm).resolve()) if mlm else ""
 
@@ -334,10 +359,11 @@ def run(cfg: CurveConfig) -> dict:
     methods = load_methods(cfg)
     for m in methods:  # a bad method config fails now, not hours into the curve
         cell_config(cfg, m, methods[m], 1, 0, cfg.lm or LM_PLACEHOLDER)
-        if needs_mlm(methods[m]) and not (cfg.mlm and Path(cfg.mlm).is_dir()):
+        if needs_mlm(methods[m]) and not (cfg.mlm and (cfg.report_only or Path(cfg.mlm).is_dir())):
             raise ConfigError(f"method {m} starts from a masked LM: pass --mlm, a `transferlab pretrain mlm` "
                               f"checkpoint folder (`transferlab pretrain mlm --budget 1h`), not {cfg.mlm!r}")
-    _check_lm(cfg)
+    if not cfg.report_only:
+        _check_lm(cfg)
     n_train = len(load_task(cfg.data)["train"])
     sizes, notes = curves.resolve_sizes(cfg.sizes, n_train)
     for note in notes:
@@ -352,7 +378,10 @@ def run(cfg: CurveConfig) -> dict:
                          f"{task_name(cfg.data)}: give this curve its own --out")
 
     grid = [(m, size, seed) for size in sizes for seed in range(cfg.seeds) for m in methods]
-    lm_id = lm_identity(cfg) if any(needs_lm(m) for m in methods.values()) else None
+    lm_id = None
+    if any(needs_lm(m) for m in methods.values()):
+        missing = cfg.report_only and cfg.lm and not Path(cfg.lm).is_dir()
+        lm_id = cfg.lm_id or (recorded_lm_id(record.rows, methods, cfg.lm) if missing else lm_identity(cfg))
     current = [r for r in record.rows if _current(r, methods, lm_id, cfg.mlm)]
     stale = {curves.row_key(r) for r in record.rows if not _current(r, methods, lm_id, cfg.mlm)} & set(grid)
     if stale:
