@@ -784,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", help="numbers of labels, comma-separated; all = the whole training set (sizes)")
     p.add_argument("--seeds", type=int, help="random subsets (and training seeds) per size (seeds)")
     p.add_argument("--methods", help="comma-separated methods of configs/curve_methods.toml: scratch, glove, "
-                                     "ulmfit, minilm, features, fasttext (methods)")
+                                     "ulmfit, minilm, features, fasttext, mlm, mlm_scratch (methods)")
     p.add_argument("--methods-file", help="a TOML of your own methods, tables of finetune overrides (methods_file)")
     p.add_argument("--lm", help="the pretrained LM of ulmfit, a `pretrain lm` checkpoint folder; omit to "
                                 "pretrain one on PTB (lm)")
