@@ -23,7 +23,7 @@ NER, pretrained against the same model from random weights, 3 seeds.
 One JSON line per finished run in ``<out>/runs.jsonl``; a rerun skips the cells already there.
 Figures (means over seeds): ``sst2_1000_acc_pretrained``/``_scratch`` and ``gain_points`` (SST-2
 test = GLUE dev, 872 sentences; issue 17's target: gain >= +5 points), ``mrpc_f1_*`` and
-``mrpc_gain_points`` (F1 of the paraphrase class, GLUE dev), ``conll2003_f1_*`` and
+``mrpc_gain_points`` (F1 of the paraphrase class, MRPC's 1,725-pair test set), ``conll2003_f1_*`` and
 ``conll2003_gain_points`` (entity F1 on the test set), the MLM's validation loss and wall time.
 """
 
