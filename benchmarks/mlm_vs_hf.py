@@ -40,6 +40,7 @@ from common import write_result  # noqa: E402
 from transferlab.checkpoint import load_checkpoint  # noqa: E402
 from transferlab.data import catalog  # noqa: E402
 from transferlab.pretrain.mlm import packed_windows, token_stream  # noqa: E402
+from transferlab.schedules import warmup_steps  # noqa: E402
 from transferlab.text.subword import SubwordTokenizer  # noqa: E402
 
 
@@ -115,8 +116,7 @@ def main() -> None:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": tr["weight_decay"]},
                              {"params": rest, "weight_decay": 0.0}],
                             lr=tr["lr"], betas=(tr["beta1"], tr["beta2"]), fused=True)
-    warm = int(tr["warmup"] * tr["steps"]) if tr["warmup"] < 1 else int(tr["warmup"])
-    sched = get_linear_schedule_with_warmup(opt, warm, tr["steps"])
+    sched = get_linear_schedule_with_warmup(opt, warmup_steps(tr["warmup"], tr["steps"]), tr["steps"])
     bf16 = tr["precision"] in ("bf16", "auto")
 
     def evaluate() -> float:
@@ -131,7 +131,7 @@ def main() -> None:
 
     hf: dict[int, float] = {}
     g = torch.Generator().manual_seed(tr["seed"])
-    step, epoch, tokens, start = 0, 0, 0, time.perf_counter()
+    step, tokens, start = 0, 0, time.perf_counter()
     bar = tqdm(total=args.steps, desc="BertForMaskedLM", unit="step")
     model.train()
     while step < args.steps:
@@ -150,7 +150,6 @@ def main() -> None:
                 bar.write(f"step {step}: validation MLM loss {hf[step]:.4f}")
             if step == args.steps:
                 break
-        epoch += 1
     bar.close()
     wall = time.perf_counter() - start
 

@@ -37,6 +37,7 @@ import re
 import shutil
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -314,10 +315,8 @@ def recorded_lm_id(rows: list[dict], methods: dict[str, dict], lm: str) -> str |
     """For ``--report-only`` when the ``--lm`` folder is not on this machine (a fresh checkout
     keeps the committed record, not the checkpoint): the one LM the recorded cells were run from.
     Cells of several LMs cannot be told apart without the checkpoint's config, and are refused."""
-    cells: dict[str, int] = {}
-    for r in rows:
-        if r["method"] in methods and needs_lm(methods[r["method"]]) and "lm_id" in r:
-            cells[r["lm_id"]] = cells.get(r["lm_id"], 0) + 1
+    cells = Counter(r["lm_id"] for r in rows if r["method"] in methods and needs_lm(methods[r["method"]])
+                    and "lm_id" in r)
     ids = sorted(cells)
     if len(ids) > 1:
         raise ConfigError(f"--lm {lm}: no checkpoint here, and the record holds cells of {len(ids)} language "
