@@ -3,7 +3,7 @@ of them), CoLA and MRPC, 3 seeds each, mean and standard deviation.
 
     TRANSFERLAB_DATA=../shared .venv/bin/python benchmarks/adaptation_table.py \\
         [--tasks sst2,cola,mrpc] [--sizes 1000,0] [--methods full,...] [--seeds 0,1,2] [--epochs N] \\
-        [--precision auto] [--threads 2]
+        [--precision auto] [--threads 2] [--report-only]
 
 Every cell is one ``transferlab finetune --encoder minilm-l6`` command line (the Hugging Face
 defaults of ``configs/defaults_hf.toml``: AdamW at 5e-5, batch 32) that differs from the others
@@ -36,7 +36,8 @@ default, ``auto``, is fp32 on a CPU); the precision is part of each cell's key, 
 mixes the two. One JSON line per finished cell in ``benchmarks/results/adaptation_table.jsonl``
 (``--log``; committed, so the table's 8-10 hours can be run in pieces across sessions and fresh
 checkouts); a rerun skips the cells already there, and an interrupted cell resumes from its last
-checkpoint under ``--out`` (saved every 10 minutes) while that folder survives. A
+checkpoint under ``--out`` (saved every 10 minutes) while that folder survives; ``--report-only``
+runs no cell and reports the log's (a table in progress shows ``-`` where a cell is missing). A
 cell that fails (a method this checkout lacks) is named with its error and the others go on; the
 script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
 and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``, and
@@ -118,6 +119,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each fine-tuning run")
     ap.add_argument("--precision", default="auto", choices=["auto", "fp32", "bf16"],
                     help="every cell's train.precision")
+    ap.add_argument("--report-only", action="store_true",
+                    help="run no cell: the table, figures and chart from the cells already in --log")
     args = ap.parse_args()
     tasks, methods = args.tasks.split(","), args.methods.split(",")
     for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, METHODS)):
@@ -136,7 +139,7 @@ def main() -> None:
             for method in methods:
                 for seed in seeds:
                     key = (task, size, method, seed)
-                    if key in rows or f"{label(task, size)} {method}" in failed:
+                    if key in rows or f"{label(task, size)} {method}" in failed or args.report_only:
                         continue
                     folder = out / f"{label(task, size)}-{method}-{seed}{suffix}"
                     try:
@@ -156,6 +159,7 @@ def main() -> None:
                     print(f"{label(task, size)} {method} seed {seed}: {row['score']:.4f} ({row['wall_s']:.0f} s)",
                           flush=True)
     figures: dict[str, float] = {}
+    counts: dict[str, int] = {}  # seeds behind each mean: a table in progress says where it has fewer
     columns = [(t, s) for t in tasks for s in sizes[t]]
     metrics = {label(t, s): TASKS[t][1] for t, s in columns}
     for t, s in columns:
@@ -163,6 +167,7 @@ def main() -> None:
             scores = [r["score"] for (tt, ss, mm, seed), r in rows.items()
                       if (tt, ss, mm) == (t, s, m) and seed in seeds]
             if scores:
+                counts[f"{label(t, s)}_{m}"] = len(scores)
                 figures[f"{label(t, s)}_{m}"] = statistics.mean(scores)
                 figures[f"{label(t, s)}_{m}_sd"] = statistics.stdev(scores) if len(scores) > 1 else 0.0
     for m in methods:  # the share of parameters the method trains (the adapters paper: 3.6%), over its cells
@@ -174,8 +179,9 @@ def main() -> None:
     table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " | parameters trained |",
              "|---" * (len(names) + 2) + "|"]
     for m in methods:
-        cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}" if f"{n}_{m}" in figures
-                 else "failed" if f"{n} {m}" in failed else "-" for n in names]
+        cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}"
+                 + ("" if counts[f"{n}_{m}"] == len(seeds) else f" ({counts[f'{n}_{m}']} of {len(seeds)} seeds)")
+                 if f"{n}_{m}" in figures else "failed" if f"{n} {m}" in failed else "-" for n in names]
         share = figures.get(f"trainable_share_{m}")
         table.append(f"| {m} | " + " | ".join(cells) + f" | {'-' if share is None else f'{100 * share:.3g}%'} |")
     print("\n".join(table))
