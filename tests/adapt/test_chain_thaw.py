@@ -13,6 +13,7 @@ from transferlab import cli
 from transferlab.adapt.finetune import chain_thaw_schedule, chain_thaw_stages, thaw
 from transferlab.recipes import finetune
 from transferlab.recipes.ulmfit import ULMFiTConfig
+from transferlab.tasks.loading import load_task_model
 
 
 def test_the_schedule_is_head_then_each_group_from_the_bottom_then_all():
@@ -100,3 +101,18 @@ def test_chain_thaw_is_refused_where_nothing_is_pretrained(files, tmp_path, caps
         cli.main(["finetune", "--train", str(files / "train.tsv"), "--preset", "tiny", "--encoder", "awd_lstm",
                   "--ulmfit.chain_thaw=true", "--train.progress=false", "--out", str(tmp_path / "x")])
     assert e.value.code == 1 and "ulmfit.chain_thaw" in capsys.readouterr().err
+
+
+def test_the_trained_share_counts_only_the_groups_gradual_unfreezing_reached(files):
+    # one epoch of gradual unfreezing trains the head alone: the summary's share says so, not 100%;
+    # and the model loads again, though its vocabulary (the task's) is not the LM's: the LM stage is off,
+    # so nothing but retarget_vocab tells the encoder's config (encoder.json) the new size
+    out = files / "gradual"
+    assert cli.main(["finetune", "--train", str(files / "train.tsv"), "--test", str(files / "test.tsv"), "--preset",
+                     "tiny", "--encoder", "awd_lstm", "--pretrained", str(files / "lm" / "last"),
+                     "--lm_finetune.enabled=false", "--ulmfit.gradual_unfreeze=true", "--train.epochs=1",
+                     "--train.progress=false", "--out", str(out)]) == 0
+    summary = json.loads((out / "results.json").read_text())
+    model = load_task_model(out / "last").model
+    assert summary["trainable_params"] == sum(p.numel() for p in model.head.parameters())
+    assert summary["total_params"] == sum(p.numel() for p in model.parameters()) > summary["trainable_params"]

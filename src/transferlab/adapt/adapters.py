@@ -204,7 +204,9 @@ def check_base(encoder: AdapterEncoder, saved: dict, where: str) -> None:
 
 
 def parameter_share(model: nn.Module, pgroups: list[dict]) -> dict:
-    """How many of ``model``'s parameters the optimizer groups train, and their share."""
+    """How many of ``model``'s parameters the optimizer groups train, and their share: those of them
+    that require a gradient when asked, so after a run whose gradual unfreezing reached only the top
+    groups (fewer epochs than groups) the frozen rest does not count."""
     total = sum(p.numel() for p in model.parameters())
-    trained = sum(p.numel() for g in pgroups for p in g["params"])
+    trained = sum(p.numel() for g in pgroups for p in g["params"] if p.requires_grad)
     return {"trainable_params": trained, "total_params": total, "trainable_share": trained / max(total, 1)}

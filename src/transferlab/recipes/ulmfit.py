@@ -73,10 +73,12 @@ def schedule(train: TrainConfig, u: ULMFiTConfig) -> TrainConfig:
 
 
 def retarget_vocab(lm: LanguageModel, old: Vocab, new: Vocab) -> int:
-    """Move ``lm``'s embedding (and tied decoder) to ``new``'s words; returns how many are new."""
+    """Move ``lm``'s embedding (and tied decoder) to ``new``'s words; returns how many are new. The
+    encoder's config follows (``vocab_size``): a checkpoint written from it rebuilds this model."""
     weight, n_new = transfer_embeddings(lm.encoder.embedding.weight.data, old.itos, new.itos)
     emb = lm.encoder.embedding
     lm.encoder.embedding = nn.Embedding(len(new), weight.size(1), padding_idx=emb.padding_idx)
+    lm.encoder.cfg = dataclasses.replace(lm.encoder.cfg, vocab_size=len(new))
     lm.encoder.embedding.weight.data.copy_(weight)
     bias = lm.decoder.bias.data if lm.decoder.bias is not None else None
     lm.decoder = nn.Linear(weight.size(1), len(new), bias=bias is not None)
