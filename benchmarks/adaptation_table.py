@@ -45,8 +45,9 @@ cell that fails (a method this checkout lacks) is named with its error and the o
 script then exits with status 1. Figures (``results/adaptation_table.json``): ``<task>_<method>``
 and ``<task>_<method>_sd`` for task ``sst2_1000``, ``sst2``, ``cola``, ``mrpc``, and
 ``trainable_share_<method>`` (the share of the model's parameters the method trains, head
-included: Houlsby et al. report 3.6% for their adapters); the table; the chart
-``adaptation_table.png`` (methods x tasks).
+included, the mean over its cells: Houlsby et al. report 3.6% for their adapters; the table gives
+the range where it differs by task, gradual unfreezing reaching the top E of the 8 groups in E
+epochs); the table; the chart ``adaptation_table.png`` (methods x tasks).
 """
 
 from __future__ import annotations
@@ -179,11 +180,12 @@ def main() -> None:
                 counts[f"{label(t, s)}_{m}"] = len(scores)
                 figures[f"{label(t, s)}_{m}"] = statistics.mean(scores)
                 figures[f"{label(t, s)}_{m}_sd"] = statistics.stdev(scores) if len(scores) > 1 else 0.0
-    for m in methods:  # the share of parameters the method trains (the adapters paper: 3.6%), over its cells
-        shares = [r["trainable_share"] for (t, _, mm, _), r in rows.items() if mm == m and t in tasks
-                  and "trainable_share" in r]
-        if shares:
-            figures[f"trainable_share_{m}"] = statistics.mean(shares)
+    shares: dict[str, list[float]] = {}  # the share of parameters each method trains (the adapters paper: 3.6%)
+    for (t, s, m, seed), r in rows.items():
+        if (t, s) in columns and m in methods and seed in seeds and "trainable_share" in r:
+            shares.setdefault(m, []).append(r["trainable_share"])
+    for m, values in shares.items():
+        figures[f"trainable_share_{m}"] = statistics.mean(values)
     names = [label(t, s) for t, s in columns]
     table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " | parameters trained |",
              "|---" * (len(names) + 2) + "|"]
@@ -191,8 +193,10 @@ def main() -> None:
         cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}"
                  + ("" if counts[f"{n}_{m}"] == len(seeds) else f" ({counts[f'{n}_{m}']} of {len(seeds)} seeds)")
                  if f"{n}_{m}" in figures else "failed" if f"{n} {m}" in failed else "-" for n in names]
-        share = figures.get(f"trainable_share_{m}")
-        table.append(f"| {m} | " + " | ".join(cells) + f" | {'-' if share is None else f'{100 * share:.3g}%'} |")
+        low, high = min(shares.get(m, [None])), max(shares.get(m, [None]))  # gradual unfreezing: E epochs, E groups
+        trained = ("-" if low is None else f"{100 * low:.3g}%" if high - low < 1e-4
+                   else f"{100 * low:.3g}-{100 * high:.3g}%")
+        table.append(f"| {m} | " + " | ".join(cells) + f" | {trained} |")
     print("\n".join(table))
     if figures:
         chart(figures, names, methods, metrics, Path(args.chart))
