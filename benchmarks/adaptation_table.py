@@ -87,6 +87,7 @@ METHODS = {
 EXTRA_METHODS = {
     "discriminative_095": [*CONSTANT, "ulmfit.discriminative=true", f"ulmfit.decay={1 / 0.95}"],
 }
+ALL_METHODS = {**METHODS, **EXTRA_METHODS}
 FEATURES_EPOCHS = 10
 
 
@@ -102,7 +103,7 @@ def cell(task: str, size: int, method: str, seed: int, out: Path, epochs: int | 
         'encoder="minilm-l6"', f'data.task="{task}"', f"data.train_size={size}", f"data.subset_seed={seed}",
         f"data.max_len={max_len}", f"train.epochs={n}", f"train.seed={seed}", f"train.threads={threads}",
         f'train.precision="{precision}"', "train.save_minutes=10", "train.log_every=0", "train.progress=false",
-        *{**METHODS, **EXTRA_METHODS}[method], f'out="{out}"'])
+        *ALL_METHODS[method], f'out="{out}"'])
     return finetune.run(cfg)
 
 
@@ -133,7 +134,7 @@ def main() -> None:
                     help="run no cell: the table, figures and chart from the cells already in --log")
     args = ap.parse_args()
     tasks, methods = args.tasks.split(","), args.methods.split(",")
-    for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, {**METHODS, **EXTRA_METHODS})):
+    for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, ALL_METHODS)):
         unknown = sorted(set(chosen) - set(known))
         if unknown:
             ap.error(f"unknown {kind}(s) {', '.join(unknown)}: choose from {', '.join(known)}")

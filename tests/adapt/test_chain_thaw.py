@@ -1,6 +1,7 @@
 """Chain-thaw (Felbo et al. 2017): the head alone, each layer group alone from the bottom up, then
 all of them; the schedule as a pure function of the epoch, and a tiny ULMFiT run that follows it
-exactly, each group entering the optimizer when it first thaws, and resumes."""
+exactly, each group entering the optimizer when it first thaws, and resumes; and the share of
+parameters a run reports when gradual unfreezing reached only some groups."""
 
 from __future__ import annotations
 
