@@ -170,7 +170,7 @@ def main() -> None:
                     print(f"{label(task, size)} {method} seed {seed}: {row['score']:.4f} ({row['wall_s']:.0f} s)",
                           flush=True)
     figures: dict[str, float] = {}
-    counts: dict[str, int] = {}  # seeds behind each mean: a table in progress says where it has fewer
+    counts: dict[str, int] = {}  # seeds behind each mean
     columns = [(t, s) for t in tasks for s in sizes[t]]
     metrics = {label(t, s): TASKS[t][1] for t, s in columns}
     for t, s in columns:
@@ -190,13 +190,19 @@ def main() -> None:
     names = [label(t, s) for t, s in columns]
     table = ["| method | " + " | ".join(f"{n} ({metrics[n]})" for n in names) + " | parameters trained |",
              "|---" * (len(names) + 2) + "|"]
+
+    def mean_sd(key: str) -> str:  # a mean over fewer seeds than asked (a table in progress) says so
+        text = f"{100 * figures[key]:.1f} ± {100 * figures[key + '_sd']:.1f}"
+        return text if counts[key] == len(seeds) else f"{text} ({counts[key]} of {len(seeds)} seeds)"
+
+    def share_range(values: list[float]) -> str:  # gradual unfreezing: E epochs train the top E groups
+        low, high = min(values), max(values)
+        return f"{100 * low:.3g}%" if high - low < 1e-4 else f"{100 * low:.3g}-{100 * high:.3g}%"
+
     for m in methods:
-        cells = [f"{100 * figures[f'{n}_{m}']:.1f} ± {100 * figures[f'{n}_{m}_sd']:.1f}"
-                 + ("" if counts[f"{n}_{m}"] == len(seeds) else f" ({counts[f'{n}_{m}']} of {len(seeds)} seeds)")
-                 if f"{n}_{m}" in figures else "failed" if f"{n} {m}" in failed else "-" for n in names]
-        low, high = min(shares.get(m, [None])), max(shares.get(m, [None]))  # gradual unfreezing: E epochs, E groups
-        trained = ("-" if low is None else f"{100 * low:.3g}%" if high - low < 1e-4
-                   else f"{100 * low:.3g}-{100 * high:.3g}%")
+        cells = [mean_sd(f"{n}_{m}") if f"{n}_{m}" in figures else "failed" if f"{n} {m}" in failed else "-"
+                 for n in names]
+        trained = share_range(shares[m]) if m in shares else "-"
         table.append(f"| {m} | " + " | ".join(cells) + f" | {trained} |")
     print("\n".join(table))
     if figures:
