@@ -58,6 +58,8 @@ import sys
 import traceback
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).parent))
 from common import append_row, finished_rows, grouped_bars, write_result  # noqa: E402
 
@@ -133,6 +135,7 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true",
                     help="run no cell: the table, figures and chart from the cells already in --log")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)  # the record's machine line names the cells' threads, report-only too
     tasks, methods = args.tasks.split(","), args.methods.split(",")
     for kind, chosen, known in (("task", tasks, TASKS), ("method", methods, ALL_METHODS)):
         unknown = sorted(set(chosen) - set(known))
